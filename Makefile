@@ -1,0 +1,49 @@
+# Lagom's front door. `make run` builds and runs the main job on an embedded default;
+# `make test` builds and runs the test suite. Both install missing Debian packages first.
+.PHONY: all deps configure build run test test-sanitize bench format clean
+
+# Debian 12 packages the build needs (see README "Dependencies").
+APT_PACKAGES := cmake ninja-build g++ git make \
+  libboost-graph-dev libboost-program-options-dev libeigen3-dev libfmt-dev \
+  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+LAGOM := build/bin/lagom
+
+all: build
+
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing missing Debian packages:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+configure: deps
+	cmake --preset default
+
+build: configure
+	cmake --build --preset default
+
+run: build
+	$(LAGOM) simulate
+
+test: build
+	ctest --preset default
+
+test-sanitize: deps
+	cmake --preset sanitize
+	cmake --build --preset sanitize
+	ctest --preset sanitize
+
+bench: build
+	build/bin/lagom_bench --benchmark_filter='$(or $(FILTER),.)'
+
+format:
+	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
+
+clean:
+	rm -rf build build-sanitize

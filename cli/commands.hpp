@@ -1,0 +1,17 @@
+// The subcommands of `lagom`. Each takes its own arguments (after the subcommand name) and
+// returns the process exit code; lagom::Error escapes to main(), which prints it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lagom::cli {
+
+// Exit codes: 0 success, 1 bad input or impossible request, 2 bad command line.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+int simulate_command(const std::vector<std::string>& args);
+
+}  // namespace lagom::cli

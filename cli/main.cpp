@@ -1,0 +1,82 @@
+// `lagom`: the command-line front end. Dispatches to subcommands; prints errors, never crashes.
+#include <fmt/format.h>
+
+#include <boost/program_options/errors.hpp>
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "lagom/common/build_info.hpp"
+#include "lagom/common/error.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>&);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"simulate", "replay a training step (workload JSON) and report step time and busy/idle",
+     lagom::cli::simulate_command},
+};
+
+void print_help() {
+  fmt::print(
+      "lagom {}: discrete-event simulator and what-if analyzer for communication/computation\n"
+      "overlap in distributed LLM training.\n\n"
+      "Usage: lagom <command> [options]     (lagom <command> --help for its options)\n\n"
+      "Commands:\n",
+      lagom::version());
+  for (const Subcommand& c : kSubcommands) {
+    fmt::print("  {:<12}{}\n", c.name, c.summary);
+  }
+  fmt::print(
+      "\nOptions:\n  -h, --help    show this help\n  --version     print the version\n\n"
+      "Exit status: 0 success, 1 bad input or impossible request, 2 bad command line.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    print_help();
+    return args.empty() ? lagom::cli::kExitUsage : lagom::cli::kExitOk;
+  }
+  if (args[0] == "--version") {
+    fmt::print("lagom {} ({})\n", lagom::version(), lagom::git_sha());
+    return lagom::cli::kExitOk;
+  }
+  const Subcommand* cmd = nullptr;
+  for (const Subcommand& c : kSubcommands) {
+    if (args[0] == c.name) {
+      cmd = &c;
+    }
+  }
+  if (cmd == nullptr) {
+    fmt::print(stderr, "lagom: unknown command '{}'. Run 'lagom --help' for the list.\n", args[0]);
+    return lagom::cli::kExitUsage;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    return cmd->run(rest);
+  } catch (const lagom::Error& e) {
+    fmt::print(stderr, "lagom {}: error: {}\n", cmd->name, e.what());
+    return lagom::cli::kExitError;
+  } catch (const boost::program_options::error& e) {
+    fmt::print(stderr, "lagom {}: {}\nRun 'lagom {} --help' for the options.\n", cmd->name,
+               e.what(), cmd->name);
+    return lagom::cli::kExitUsage;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "lagom {}: error: out of memory\n", cmd->name);
+    return lagom::cli::kExitError;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lagom {}: internal error: {}\n", cmd->name, e.what());
+    return lagom::cli::kExitError;
+  }
+}

@@ -1,0 +1,130 @@
+// Human and JSON reports of a simulated step.
+#include "report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <ostream>
+
+#include "lagom/common/build_info.hpp"
+#include "lagom/common/hash.hpp"
+#include "lagom/common/units.hpp"
+
+namespace lagom::cli {
+namespace {
+
+double us(Time t) { return t.us(); }
+
+std::string pct(Time part, Time whole) {
+  if (whole.count_ns() == 0) {
+    return "-";
+  }
+  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part.count_ns()) /
+                                    static_cast<double>(whole.count_ns()));
+}
+
+}  // namespace
+
+nlohmann::ordered_json context_json(const RunContext& ctx) {
+  nlohmann::ordered_json c;
+  c["lagom_version"] = std::string(version());
+  c["git_sha"] = std::string(git_sha());
+  c["command"] = ctx.command;
+  c["workload"] = ctx.workload_source;
+  c["input_hash"] = ctx.input_hash;
+  c["cost_model"] = ctx.cost_model;
+  c["contention_model"] = ctx.contention_model;
+  return c;
+}
+
+void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,
+                   const sim::SimResult& r, const sim::StepStats& s, const RunContext& ctx) {
+  fmt::print(out, "lagom {} ({}) simulate\n", version(), git_sha());
+  fmt::print(out, "workload     {}: {} ranks, {} streams, {} ops, {} communication instances\n",
+             ctx.workload_source, w.rank_count(), w.streams().size(), w.op_count(),
+             g.instance_count());
+  fmt::print(out, "models       cost: {}; contention: {}\n\n", ctx.cost_model,
+             ctx.contention_model);
+  fmt::print(out, "step time    {} us\n", format_us(r.step_time.count_ns()));
+  fmt::print(out, "events       {}\n", r.events);
+  fmt::print(out, "fingerprint  {}\n\n", hex64(r.fingerprint));
+
+  constexpr traces::Rank kMaxRanksListed = 16;
+  if (w.rank_count() <= kMaxRanksListed) {
+    fmt::print(out, "{:>4}  {:<16} {:>5} {:>14} {:>14} {:>7} {:>14}\n", "rank", "stream", "ops",
+               "busy_us", "idle_us", "busy", "comm_wait_us");
+    for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
+      for (traces::StreamId sid = w.first_stream(rank); sid < w.last_stream(rank); ++sid) {
+        const sim::StreamStats& ss = s.streams[sid];
+        fmt::print(out, "{:>4}  {:<16} {:>5} {:>14} {:>14} {:>7} {:>14}\n", rank,
+                   w.stream(sid).name, ss.ops, format_us(ss.busy.count_ns()),
+                   format_us(ss.idle.count_ns()), pct(ss.busy, s.step_time),
+                   format_us(ss.comm_wait.count_ns()));
+      }
+      const sim::RankStats& rs = s.ranks[rank];
+      fmt::print(out, "{:>4}  {:<16} {:>5} {:>14} {:>14} {:>7}\n", "", "(any stream)", "",
+                 format_us(rs.busy.count_ns()), format_us(rs.idle.count_ns()),
+                 pct(rs.busy, s.step_time));
+    }
+  } else {
+    std::vector<Time> busy;
+    for (const sim::RankStats& rs : s.ranks) {
+      busy.push_back(rs.busy);
+    }
+    std::sort(busy.begin(), busy.end());
+    fmt::print(out, "rank busy time (any stream): min {} us, median {} us, max {} us\n",
+               format_us(busy.front().count_ns()), format_us(busy[busy.size() / 2].count_ns()),
+               format_us(busy.back().count_ns()));
+    fmt::print(out, "(per-rank tables are printed for up to {} ranks; use --json for all)\n",
+               kMaxRanksListed);
+  }
+}
+
+nlohmann::ordered_json json_report(const traces::Workload& w, const traces::ExecutionGraph& g,
+                                   const sim::SimResult& r, const sim::StepStats& s,
+                                   const RunContext& ctx, bool include_ops) {
+  nlohmann::ordered_json j;
+  j["context"] = context_json(ctx);
+  j["step_time_us"] = us(r.step_time);
+  j["events"] = r.events;
+  j["fingerprint"] = hex64(r.fingerprint);
+  j["workload"] = {{"ranks", w.rank_count()},
+                   {"streams", w.streams().size()},
+                   {"ops", w.op_count()},
+                   {"groups", w.groups().size()},
+                   {"communication_instances", g.instance_count()}};
+  auto& ranks = j["ranks"] = nlohmann::ordered_json::array();
+  for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
+    nlohmann::ordered_json rj;
+    rj["rank"] = rank;
+    rj["busy_us"] = us(s.ranks[rank].busy);
+    rj["idle_us"] = us(s.ranks[rank].idle);
+    auto& streams = rj["streams"] = nlohmann::ordered_json::array();
+    for (traces::StreamId sid = w.first_stream(rank); sid < w.last_stream(rank); ++sid) {
+      const sim::StreamStats& ss = s.streams[sid];
+      streams.push_back({{"stream", w.stream(sid).name},
+                         {"ops", ss.ops},
+                         {"busy_us", us(ss.busy)},
+                         {"idle_us", us(ss.idle)},
+                         {"comm_wait_us", us(ss.comm_wait)}});
+    }
+    ranks.push_back(std::move(rj));
+  }
+  if (include_ops) {
+    auto& ops = j["ops"] = nlohmann::ordered_json::array();
+    for (traces::OpId op = 0; op < w.op_count(); ++op) {
+      ops.push_back({{"id", w.name(op)},
+                     {"rank", w.rank_of(op)},
+                     {"stream", w.stream(w.stream_of(op)).name},
+                     {"kind", std::string(traces::to_string(w.kind(op)))},
+                     {"launch_us", us(r.launch[op])},
+                     {"start_us", us(r.start[op])},
+                     {"end_us", us(r.end[op])},
+                     {"standalone_us", us(r.standalone[op])}});
+    }
+  }
+  return j;
+}
+
+}  // namespace lagom::cli

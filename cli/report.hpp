@@ -1,0 +1,35 @@
+// Reports of a simulated step: the human summary and the --json document.
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "lagom/sim/engine.hpp"
+#include "lagom/sim/stats.hpp"
+#include "lagom/traces/execution_graph.hpp"
+#include "lagom/traces/workload.hpp"
+
+namespace lagom::cli {
+
+// What produced a report; becomes the "context" block of every JSON output.
+struct RunContext {
+  std::string command;           // "simulate"
+  std::string workload_source;   // path or builtin:NAME
+  std::string input_hash;        // "fnv1a64:..."
+  std::string cost_model;        // "fixed (duration_us)"
+  std::string contention_model;  // "none"
+};
+
+nlohmann::ordered_json context_json(const RunContext& ctx);
+
+void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,
+                   const sim::SimResult& r, const sim::StepStats& s, const RunContext& ctx);
+
+// {"context", "step_time_us", "events", "fingerprint", "workload", "ranks", "ops"}; "ops" is
+// left out when include_ops is false (it is one entry per op).
+nlohmann::ordered_json json_report(const traces::Workload& w, const traces::ExecutionGraph& g,
+                                   const sim::SimResult& r, const sim::StepStats& s,
+                                   const RunContext& ctx, bool include_ops);
+
+}  // namespace lagom::cli

@@ -1,0 +1,93 @@
+// `lagom simulate`: replay a workload and report the step.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "lagom/common/error.hpp"
+#include "lagom/sim/engine.hpp"
+#include "lagom/sim/stats.hpp"
+#include "lagom/traces/chrome_trace.hpp"
+#include "lagom/traces/execution_graph.hpp"
+#include "report.hpp"
+#include "workload_input.hpp"
+
+namespace lagom::cli {
+
+namespace po = boost::program_options;
+
+int simulate_command(const std::vector<std::string>& args) {
+  std::string workload_spec;
+  std::string trace_path;
+  po::options_description desc(
+      "Usage: lagom simulate [--workload FILE|builtin:NAME] [--json] [--trace FILE]\n\n"
+      "Replays one training step of a workload on the discrete-event engine and reports the step\n"
+      "time, per-rank and per-stream busy/idle time and a fingerprint of the event stream.\n"
+      "Without --workload it runs the built-in example " +
+      std::string(kDefaultWorkload) + ".\n\nOptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("workload,w", po::value(&workload_spec)->default_value(std::string(kDefaultWorkload)),
+       "workload JSON file (docs/formats/workload.md) or builtin:NAME")
+      ("list-workloads", "list the built-in workloads and exit")
+      ("json", "print a JSON report on stdout instead of the summary")
+      ("no-op-times", "with --json: leave out the per-op \"ops\" array")
+      ("trace", po::value(&trace_path),
+       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (vm.count("list-workloads")) {
+    for (const std::string& name : builtin_workloads()) {
+      fmt::print("builtin:{}\n", name);
+    }
+    return kExitOk;
+  }
+  if (vm.count("no-op-times") && !vm.count("json")) {
+    throw po::error("--no-op-times only applies with --json");
+  }
+
+  LoadedWorkload in = load_workload(workload_spec);
+  const traces::Workload& w = in.workload;
+  const traces::ExecutionGraph graph = traces::analyze(w, in.source);
+  sim::Engine engine(w, graph);
+  sim::SimResult result;
+  try {
+    result = engine.run();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", in.source, e.what()));
+  }
+  const sim::StepStats stats = sim::summarize(w, result);
+  const RunContext ctx{"simulate", in.source, in.input_hash, "fixed (duration_us)", "none"};
+
+  if (!trace_path.empty()) {
+    std::ofstream out(trace_path, std::ios::binary);
+    if (!out) {
+      throw Error(fmt::format("cannot write trace file '{}'", trace_path));
+    }
+    traces::write_chrome_trace(w, {result.launch, result.start, result.end}, out);
+    out.close();
+    if (!out) {
+      throw Error(fmt::format("error while writing trace file '{}'", trace_path));
+    }
+  }
+  if (vm.count("json")) {
+    std::cout << json_report(w, graph, result, stats, ctx, !vm.count("no-op-times")).dump(1)
+              << "\n";
+  } else {
+    print_summary(std::cout, w, graph, result, stats, ctx);
+    if (!trace_path.empty()) {
+      fmt::print("\ntrace        {} (open in https://ui.perfetto.dev)\n", trace_path);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace lagom::cli

@@ -1,0 +1,25 @@
+# Per-target build settings: warnings, -Werror, sanitizers. Nothing here touches global flags.
+
+# Applies Lagom's warning set and optional sanitizers to one target.
+function(lagom_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
+                                           -Wno-sign-conversion -Wnon-virtual-dtor)
+  if(LAGOM_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(LAGOM_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# Declares a Lagom library `lagom_<name>` with alias `lagom::<name>` and public headers in
+# <folder>/include.
+function(lagom_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
+  add_library(lagom_${name} STATIC ${ARG_SOURCES})
+  add_library(lagom::${name} ALIAS lagom_${name})
+  target_include_directories(lagom_${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+  lagom_target_defaults(lagom_${name})
+endfunction()

@@ -1,0 +1,21 @@
+// Parsing and printing quantities with explicit units (bytes, microseconds).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace lagom {
+
+// Parses a byte count as nccl-tests and users write it: "8", "32K", "1M", "16G", "2MiB", "512B".
+// K/M/G/T are powers of 1024 (as in nccl-tests' -b/-e). Throws lagom::Error naming `what`.
+std::int64_t parse_bytes(std::string_view text, std::string_view what);
+
+// "32 MiB", "1.5 GiB", "512 B": for human summaries only (JSON carries raw integers).
+std::string format_bytes(std::int64_t bytes);
+
+// Nanoseconds as microseconds with exactly three decimals ("12.500"), exact and locale-free,
+// so that reports are byte-identical across runs and machines.
+std::string format_us(std::int64_t ns);
+
+}  // namespace lagom

@@ -1,0 +1,62 @@
+// Helpers shared by the test suites: build workloads from inline JSON and simulate them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "lagom/common/error.hpp"
+#include "lagom/sim/engine.hpp"
+#include "lagom/traces/execution_graph.hpp"
+#include "lagom/traces/workload.hpp"
+#include "lagom/traces/workload_json.hpp"
+
+namespace lagom::test {
+
+// Wraps `ranks_json` (the value of "ranks") and `groups_json` into a v1 document and parses it.
+inline traces::Workload workload(std::string_view ranks_json, std::string_view groups_json = "{}") {
+  const std::string doc = std::string(R"({"format": "lagom.workload", "version": 1, "groups": )") +
+                          std::string(groups_json) + R"(, "ranks": )" + std::string(ranks_json) +
+                          "}";
+  return traces::parse_workload_json(doc, "test.json");
+}
+
+struct Simulated {
+  traces::Workload w;
+  traces::ExecutionGraph g;
+  sim::SimResult r;
+
+  traces::OpId op(std::string_view id) const {
+    auto found = w.find_op(id);
+    EXPECT_TRUE(found.has_value()) << "no op " << id;
+    return found.value_or(0);
+  }
+  std::int64_t launch_ns(std::string_view id) const { return r.launch[op(id)].count_ns(); }
+  std::int64_t start_ns(std::string_view id) const { return r.start[op(id)].count_ns(); }
+  std::int64_t end_ns(std::string_view id) const { return r.end[op(id)].count_ns(); }
+};
+
+inline Simulated simulate(traces::Workload w, sim::SimOptions options = {}) {
+  Simulated s{std::move(w), {}, {}};
+  s.g = traces::analyze(s.w, "test.json");
+  sim::Engine engine(s.w, s.g, options);
+  s.r = engine.run();
+  return s;
+}
+
+// The message of the lagom::Error that `f` throws, or "" (and a test failure) if none.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a lagom::Error";
+  return "";
+}
+
+constexpr std::int64_t us(double v) { return static_cast<std::int64_t>(v * 1000.0 + 0.5); }
+
+}  // namespace lagom::test

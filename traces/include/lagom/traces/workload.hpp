@@ -1,0 +1,172 @@
+// The Workload: per-rank CUDA streams of ops, their dependencies and communicator groups.
+//
+// Storage is column-oriented (one vector per field, ops addressed by a 32-bit OpId) so that a
+// 16,384-rank step of tens of millions of ops fits in a few GB. Ops of one stream are contiguous
+// and in issue order, streams of one rank are contiguous, ranks are 0..N-1.
+// Build one with WorkloadBuilder; a built Workload is immutable and safe to share between
+// simulations running on different threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lagom::traces {
+
+enum class OpKind : std::uint8_t {
+  kCompute,
+  kMemcpy,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSend,
+  kRecv,
+};
+inline constexpr int kOpKindCount = 10;
+
+std::string_view to_string(OpKind kind);            // "allreduce", as in the workload format
+std::optional<OpKind> parse_op_kind(std::string_view name);
+// "a" or "an", for messages about `word` ("an allreduce", "a send").
+std::string_view article(std::string_view word);
+constexpr bool is_collective(OpKind k) { return k >= OpKind::kAllReduce && k <= OpKind::kAllToAll; }
+constexpr bool is_p2p(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
+constexpr bool is_comm(OpKind k) { return is_collective(k) || is_p2p(k); }
+constexpr bool has_root(OpKind k) { return k == OpKind::kBroadcast || k == OpKind::kReduce; }
+
+using OpId = std::uint32_t;
+using StreamId = std::uint32_t;
+using Rank = std::uint32_t;
+using GroupId = std::int32_t;
+inline constexpr GroupId kNoGroup = -1;
+inline constexpr std::int32_t kNoPeer = -1;
+inline constexpr std::int64_t kNoDuration = -1;
+
+// A communicator: a named, ordered set of distinct ranks.
+struct Group {
+  std::string name;
+  std::vector<Rank> ranks;  // in communicator order (rank i of the communicator is ranks[i])
+};
+
+struct Stream {
+  Rank rank = 0;
+  std::string name;
+  OpId first_op = 0;  // ops [first_op, first_op + op_count) in issue order
+  OpId op_count = 0;
+};
+
+// What an op is, independent of where it sits. Used to add ops to a builder.
+struct OpSpec {
+  OpKind kind = OpKind::kCompute;
+  std::int64_t bytes = 0;                 // collective/p2p/memcpy payload; compute: HBM traffic
+  GroupId group = kNoGroup;               // collectives: required; send/recv: optional
+  std::int32_t peer = kNoPeer;            // send/recv: the other rank; broadcast/reduce: root
+  std::int64_t duration_ns = kNoDuration; // fixed duration, or kNoDuration for a cost model
+};
+
+class Workload {
+ public:
+  Workload() = default;
+
+  std::uint32_t rank_count() const { return static_cast<std::uint32_t>(rank_streams_.size()) - 1; }
+  std::uint32_t op_count() const { return static_cast<std::uint32_t>(kind_.size()); }
+  std::span<const Stream> streams() const { return streams_; }
+  const Stream& stream(StreamId s) const { return streams_[s]; }
+  // Streams of rank r are [first, last).
+  StreamId first_stream(Rank r) const { return rank_streams_[r]; }
+  StreamId last_stream(Rank r) const { return rank_streams_[r + 1]; }
+  std::span<const Group> groups() const { return groups_; }
+  const Group& group_info(GroupId g) const { return groups_[static_cast<std::size_t>(g)]; }
+  std::optional<GroupId> find_group(std::string_view name) const;
+
+  OpKind kind(OpId op) const { return kind_[op]; }
+  StreamId stream_of(OpId op) const { return stream_[op]; }
+  Rank rank_of(OpId op) const { return streams_[stream_[op]].rank; }
+  GroupId group(OpId op) const { return group_[op]; }
+  std::int32_t peer(OpId op) const { return peer_[op]; }
+  std::int64_t bytes(OpId op) const { return bytes_[op]; }
+  std::int64_t duration_ns(OpId op) const { return duration_ns_[op]; }
+  std::span<const OpId> deps(OpId op) const {
+    return {deps_.data() + dep_begin_[op], deps_.data() + dep_begin_[op + 1]};
+  }
+  std::size_t dep_count() const { return deps_.size(); }
+  // Position of the op within its stream.
+  OpId position(OpId op) const { return op - streams_[stream_[op]].first_op; }
+
+  // The op's id as written in the workload file; ops built without one are named
+  // "r<rank>/<stream>/<position>".
+  std::string name(OpId op) const;
+  // The op with id `name`, if any (linear in the op count the first time; then cached? no: call
+  // sparingly, e.g. for error messages and tests).
+  std::optional<OpId> find_op(std::string_view name) const;
+  // "op 'bwd.3' (rank 2, stream 'compute', #17)": how errors refer to an op.
+  std::string describe(OpId op) const;
+
+  // Approximate heap bytes held (for the memory figures in bench/RESULTS.md).
+  std::size_t memory_bytes() const;
+
+ private:
+  friend class WorkloadBuilder;
+
+  std::vector<Group> groups_;
+  std::vector<Stream> streams_;
+  std::vector<StreamId> rank_streams_{0};  // rank r owns streams [rank_streams_[r], [r+1])
+
+  std::vector<OpKind> kind_;
+  std::vector<StreamId> stream_;
+  std::vector<GroupId> group_;
+  std::vector<std::int32_t> peer_;
+  std::vector<std::int64_t> bytes_;
+  std::vector<std::int64_t> duration_ns_;
+  std::vector<std::uint32_t> dep_begin_{0};
+  std::vector<OpId> deps_;
+  std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
+  std::string names_;
+};
+
+// Accumulates groups, streams and ops in any order, then checks and freezes them.
+// OpIds returned by add_op are provisional: build() renumbers ops so that each stream's ops are
+// contiguous; dependencies given with provisional ids are remapped.
+class WorkloadBuilder {
+ public:
+  explicit WorkloadBuilder(std::uint32_t rank_count);
+
+  // Throws lagom::Error on a duplicate name or a rank outside [0, rank_count).
+  GroupId add_group(std::string name, std::vector<Rank> ranks);
+  StreamId add_stream(Rank rank, std::string name);
+  // `id` may be empty (a generated name is used). Ids must be unique when given.
+  OpId add_op(StreamId stream, const OpSpec& spec, std::string_view id = {});
+  void add_dep(OpId op, OpId must_finish_first);
+  void reserve_ops(std::size_t n);
+
+  std::uint32_t rank_count() const { return rank_count_; }
+  std::size_t op_count() const { return kind_.size(); }
+
+  // Checks what can be checked op by op (groups contain the op's rank, peers exist, sizes and
+  // durations are non-negative, a rank's streams have distinct names) and freezes the result.
+  // Errors name the op. `where` prefixes messages (e.g. the file name).
+  Workload build(std::string_view where = {}) &&;
+
+ private:
+  std::uint32_t rank_count_;
+  std::vector<Group> groups_;
+  std::vector<Rank> stream_rank_;
+  std::vector<std::string> stream_name_;
+  std::vector<OpKind> kind_;
+  std::vector<StreamId> stream_;
+  std::vector<GroupId> group_;
+  std::vector<std::int32_t> peer_;
+  std::vector<std::int64_t> bytes_;
+  std::vector<std::int64_t> duration_ns_;
+  std::vector<std::uint64_t> name_begin_;
+  std::string names_;
+  bool any_name_ = false;
+  std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
+};
+
+}  // namespace lagom::traces

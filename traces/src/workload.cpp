@@ -1,0 +1,363 @@
+// Workload storage and the builder that checks and freezes it.
+#include "lagom/traces/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <numeric>
+
+#include "lagom/common/error.hpp"
+
+namespace lagom::traces {
+namespace {
+
+constexpr std::array<std::string_view, kOpKindCount> kKindNames = {
+    "compute", "memcpy",  "allreduce", "allgather", "reducescatter",
+    "broadcast", "reduce", "alltoall", "send",      "recv"};
+
+std::string prefix(std::string_view where) {
+  return where.empty() ? std::string() : fmt::format("{}: ", where);
+}
+
+}  // namespace
+
+std::string_view to_string(OpKind kind) { return kKindNames[static_cast<std::size_t>(kind)]; }
+
+std::string_view article(std::string_view word) {
+  return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos
+             ? "an"
+             : "a";
+}
+
+std::optional<OpKind> parse_op_kind(std::string_view name) {
+  for (std::size_t i = 0; i < kKindNames.size(); ++i) {
+    if (kKindNames[i] == name) {
+      return static_cast<OpKind>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<GroupId> Workload::find_group(std::string_view name) const {
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].name == name) {
+      return static_cast<GroupId>(g);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Workload::name(OpId op) const {
+  if (!name_begin_.empty()) {
+    return names_.substr(name_begin_[op], name_begin_[op + 1] - name_begin_[op]);
+  }
+  const Stream& s = streams_[stream_[op]];
+  return fmt::format("r{}/{}/{}", s.rank, s.name, op - s.first_op);
+}
+
+std::optional<OpId> Workload::find_op(std::string_view name) const {
+  for (OpId op = 0; op < op_count(); ++op) {
+    if (this->name(op) == name) {
+      return op;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Workload::describe(OpId op) const {
+  const Stream& s = streams_[stream_[op]];
+  return fmt::format("op '{}' (rank {}, stream '{}', #{})", name(op), s.rank, s.name,
+                     op - s.first_op);
+}
+
+std::size_t Workload::memory_bytes() const {
+  auto vec = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t total = vec(kind_) + vec(stream_) + vec(group_) + vec(peer_) + vec(bytes_) +
+                      vec(duration_ns_) + vec(dep_begin_) + vec(deps_) + vec(name_begin_) +
+                      names_.capacity() + vec(streams_) + vec(rank_streams_);
+  for (const Stream& s : streams_) {
+    total += s.name.capacity();
+  }
+  for (const Group& g : groups_) {
+    total += vec(g.ranks) + g.name.capacity();
+  }
+  return total;
+}
+
+WorkloadBuilder::WorkloadBuilder(std::uint32_t rank_count) : rank_count_(rank_count) {
+  if (rank_count == 0) {
+    throw Error("a workload needs at least one rank");
+  }
+  name_begin_.push_back(0);
+}
+
+GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks) {
+  for (const Group& g : groups_) {
+    if (g.name == name) {
+      throw Error(fmt::format("group '{}' is defined twice", name));
+    }
+  }
+  if (ranks.empty()) {
+    throw Error(fmt::format("group '{}' has no ranks", name));
+  }
+  std::vector<Rank> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] >= rank_count_) {
+      throw Error(fmt::format("group '{}' lists rank {}, but the workload has ranks 0..{}", name,
+                              sorted[i], rank_count_ - 1));
+    }
+    if (i > 0 && sorted[i] == sorted[i - 1]) {
+      throw Error(fmt::format("group '{}' lists rank {} twice", name, sorted[i]));
+    }
+  }
+  groups_.push_back(Group{std::move(name), std::move(ranks)});
+  return static_cast<GroupId>(groups_.size() - 1);
+}
+
+StreamId WorkloadBuilder::add_stream(Rank rank, std::string name) {
+  if (rank >= rank_count_) {
+    throw Error(fmt::format("stream '{}' is on rank {}, but the workload has ranks 0..{}", name,
+                            rank, rank_count_ - 1));
+  }
+  stream_rank_.push_back(rank);
+  stream_name_.push_back(std::move(name));
+  return static_cast<StreamId>(stream_rank_.size() - 1);
+}
+
+void WorkloadBuilder::reserve_ops(std::size_t n) {
+  kind_.reserve(n);
+  stream_.reserve(n);
+  group_.reserve(n);
+  peer_.reserve(n);
+  bytes_.reserve(n);
+  duration_ns_.reserve(n);
+}
+
+OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_view id) {
+  if (kind_.size() >= std::numeric_limits<OpId>::max() - 1) {
+    throw Error("a workload holds at most 4,294,967,293 ops");
+  }
+  if (stream >= stream_rank_.size()) {
+    throw Error(fmt::format("op '{}' is added to stream {}, which does not exist", id, stream));
+  }
+  kind_.push_back(spec.kind);
+  stream_.push_back(stream);
+  group_.push_back(spec.group);
+  peer_.push_back(spec.peer);
+  bytes_.push_back(spec.bytes);
+  duration_ns_.push_back(spec.duration_ns);
+  if (!id.empty()) {
+    any_name_ = true;
+  }
+  names_.append(id);
+  name_begin_.push_back(names_.size());
+  return static_cast<OpId>(kind_.size() - 1);
+}
+
+void WorkloadBuilder::add_dep(OpId op, OpId must_finish_first) {
+  deps_.emplace_back(op, must_finish_first);
+}
+
+Workload WorkloadBuilder::build(std::string_view where) && {
+  const std::string pre = prefix(where);
+  const std::size_t n = kind_.size();
+  const std::size_t nstreams = stream_rank_.size();
+  if (n >= std::numeric_limits<OpId>::max()) {
+    throw Error(pre + "too many ops");
+  }
+
+  // Streams: sort by rank (stable, so a rank's streams keep their order), renumber.
+  std::vector<StreamId> stream_order(nstreams);
+  std::iota(stream_order.begin(), stream_order.end(), 0);
+  std::stable_sort(stream_order.begin(), stream_order.end(),
+                   [&](StreamId a, StreamId b) { return stream_rank_[a] < stream_rank_[b]; });
+  std::vector<StreamId> new_stream(nstreams);
+  for (std::size_t i = 0; i < nstreams; ++i) {
+    new_stream[stream_order[i]] = static_cast<StreamId>(i);
+  }
+  // A rank's streams must have distinct names (streams per rank are few: quadratic is fine).
+  for (std::size_t i = 0; i < nstreams;) {
+    std::size_t j = i;
+    while (j < nstreams && stream_rank_[stream_order[j]] == stream_rank_[stream_order[i]]) {
+      ++j;
+    }
+    for (std::size_t a = i; a < j; ++a) {
+      for (std::size_t b = a + 1; b < j; ++b) {
+        if (stream_name_[stream_order[a]] == stream_name_[stream_order[b]]) {
+          throw Error(fmt::format("{}rank {} has two streams named '{}'", pre,
+                                  stream_rank_[stream_order[a]], stream_name_[stream_order[a]]));
+        }
+      }
+    }
+    i = j;
+  }
+
+  // Ops: counting sort by new stream id, stable (issue order within a stream is kept).
+  std::vector<std::uint32_t> stream_count(nstreams + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    ++stream_count[new_stream[stream_[i]] + 1];
+  }
+  std::partial_sum(stream_count.begin(), stream_count.end(), stream_count.begin());
+  std::vector<OpId> new_id(n);
+  {
+    std::vector<std::uint32_t> cursor(stream_count.begin(), stream_count.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      new_id[i] = cursor[new_stream[stream_[i]]]++;
+    }
+  }
+
+  Workload w;
+  w.groups_ = std::move(groups_);
+  w.streams_.resize(nstreams);
+  w.rank_streams_.assign(rank_count_ + 1, 0);
+  for (std::size_t i = 0; i < nstreams; ++i) {
+    StreamId old = stream_order[i];
+    w.streams_[i] = Stream{stream_rank_[old], std::move(stream_name_[old]), stream_count[i],
+                           stream_count[i + 1] - stream_count[i]};
+    ++w.rank_streams_[stream_rank_[old] + 1];
+  }
+  std::partial_sum(w.rank_streams_.begin(), w.rank_streams_.end(), w.rank_streams_.begin());
+
+  auto op_name = [&](std::size_t i) -> std::string {
+    std::string id = names_.substr(name_begin_[i], name_begin_[i + 1] - name_begin_[i]);
+    return id.empty() ? fmt::format("#{} on rank {} stream '{}'", i, stream_rank_[stream_[i]],
+                                    w.streams_[new_stream[stream_[i]]].name)
+                      : fmt::format("'{}'", id);
+  };
+  auto permute = [&](auto& src, auto& dst) {
+    dst.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      dst[new_id[i]] = src[i];
+    }
+    src.clear();
+    src.shrink_to_fit();
+  };
+  std::vector<StreamId> stream_new(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    stream_new[new_id[i]] = new_stream[stream_[i]];
+  }
+  w.stream_ = std::move(stream_new);
+
+  // Op-local checks, in original (file) order so the first error reported is the first in the file.
+  for (std::size_t i = 0; i < n; ++i) {
+    const OpKind k = kind_[i];
+    const Rank r = stream_rank_[stream_[i]];
+    if (bytes_[i] < 0) {
+      throw Error(fmt::format("{}op {}: bytes must be >= 0, got {}", pre, op_name(i), bytes_[i]));
+    }
+    if (duration_ns_[i] < kNoDuration) {
+      throw Error(fmt::format("{}op {}: duration must be >= 0", pre, op_name(i)));
+    }
+    const GroupId g = group_[i];
+    if (g != kNoGroup && (g < 0 || static_cast<std::size_t>(g) >= w.groups_.size())) {
+      throw Error(fmt::format("{}op {}: unknown group #{}", pre, op_name(i), g));
+    }
+    if (is_collective(k) && g == kNoGroup) {
+      throw Error(fmt::format("{}op {}: {} {} needs a group", pre, op_name(i), article(to_string(k)), to_string(k)));
+    }
+    if (g != kNoGroup) {
+      const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
+      if (std::find(members.begin(), members.end(), r) == members.end()) {
+        throw Error(fmt::format("{}op {} is on rank {}, which is not a member of group '{}'", pre,
+                                op_name(i), r, w.groups_[static_cast<std::size_t>(g)].name));
+      }
+    }
+    if (is_p2p(k)) {
+      const std::int32_t p = peer_[i];
+      if (p < 0 || static_cast<std::uint32_t>(p) >= rank_count_) {
+        throw Error(fmt::format("{}op {}: a {} needs a peer rank in 0..{}, got {}", pre,
+                                op_name(i), to_string(k), rank_count_ - 1, p));
+      }
+      if (static_cast<Rank>(p) == r) {
+        throw Error(fmt::format("{}op {}: {} {} to its own rank {}", pre, op_name(i), article(to_string(k)), to_string(k), r));
+      }
+      if (g != kNoGroup) {
+        const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
+        if (std::find(members.begin(), members.end(), static_cast<Rank>(p)) == members.end()) {
+          throw Error(fmt::format("{}op {}: peer rank {} is not a member of group '{}'", pre,
+                                  op_name(i), p, w.groups_[static_cast<std::size_t>(g)].name));
+        }
+      }
+    } else if (has_root(k)) {
+      const std::int32_t root = peer_[i];
+      const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
+      if (root < 0 ||
+          std::find(members.begin(), members.end(), static_cast<Rank>(root)) == members.end()) {
+        throw Error(fmt::format("{}op {}: {} {} needs a root that is a member of group '{}', got {}",
+                                pre, op_name(i), article(to_string(k)), to_string(k),
+                                w.groups_[static_cast<std::size_t>(g)].name, root));
+      }
+    } else if (peer_[i] != kNoPeer) {
+      throw Error(fmt::format("{}op {}: {} {} takes no peer or root", pre, op_name(i), article(to_string(k)), to_string(k)));
+    }
+  }
+
+  // Dependencies: CSR by new op id, sorted and deduplicated.
+  for (auto& [op, dep] : deps_) {
+    if (op >= n || dep >= n) {
+      throw Error(fmt::format("{}dependency on op #{} which does not exist", pre, std::max(op, dep)));
+    }
+    if (op == dep) {
+      throw Error(fmt::format("{}dependency cycle: op {} depends on itself", pre, op_name(op)));
+    }
+    op = new_id[op];
+    dep = new_id[dep];
+  }
+  std::sort(deps_.begin(), deps_.end());
+  deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
+  if (deps_.size() >= std::numeric_limits<std::uint32_t>::max()) {
+    throw Error(pre + "too many dependencies (at most 4,294,967,294)");
+  }
+  w.dep_begin_.assign(n + 1, 0);
+  w.deps_.reserve(deps_.size());
+  for (const auto& [op, dep] : deps_) {
+    ++w.dep_begin_[op + 1];
+    w.deps_.push_back(dep);
+  }
+  std::partial_sum(w.dep_begin_.begin(), w.dep_begin_.end(), w.dep_begin_.begin());
+  deps_.clear();
+  deps_.shrink_to_fit();
+
+  // Names: unique when given.
+  if (any_name_) {
+    std::vector<OpId> by_name(n);
+    std::iota(by_name.begin(), by_name.end(), 0);
+    auto name_of = [&](OpId i) {
+      return std::string_view(names_).substr(name_begin_[i], name_begin_[i + 1] - name_begin_[i]);
+    };
+    std::sort(by_name.begin(), by_name.end(),
+              [&](OpId a, OpId b) { return name_of(a) < name_of(b); });
+    for (std::size_t i = 0; i < n; ++i) {
+      if (name_of(by_name[i]).empty()) {
+        throw Error(fmt::format("{}op {} has no id while others do; give every op an id", pre,
+                                op_name(by_name[i])));
+      }
+      if (i > 0 && name_of(by_name[i]) == name_of(by_name[i - 1])) {
+        throw Error(fmt::format("{}duplicate op id '{}'", pre, name_of(by_name[i])));
+      }
+    }
+    std::vector<std::uint64_t> length(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      length[new_id[i] + 1] = name_begin_[i + 1] - name_begin_[i];
+    }
+    std::partial_sum(length.begin(), length.end(), length.begin());
+    std::string names(names_.size(), '\0');
+    for (std::size_t i = 0; i < n; ++i) {
+      names.replace(length[new_id[i]], name_begin_[i + 1] - name_begin_[i], name_of(static_cast<OpId>(i)));
+    }
+    w.names_ = std::move(names);
+    w.name_begin_ = std::move(length);
+  }
+
+  permute(kind_, w.kind_);
+  permute(group_, w.group_);
+  permute(peer_, w.peer_);
+  permute(bytes_, w.bytes_);
+  permute(duration_ns_, w.duration_ns_);
+  return w;
+}
+
+}  // namespace lagom::traces
