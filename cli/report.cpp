@@ -14,7 +14,9 @@
 namespace lagom::cli {
 namespace {
 
-double us(Time t) { return t.us(); }
+double us(Time t) {
+  return t.us();
+}
 
 std::string pct(Time part, Time whole) {
   if (whole.count_ns() == 0) {

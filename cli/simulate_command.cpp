@@ -28,15 +28,14 @@ int simulate_command(const std::vector<std::string>& args) {
       "time, per-rank and per-stream busy/idle time and a fingerprint of the event stream.\n"
       "Without --workload it runs the built-in example " +
       std::string(kDefaultWorkload) + ".\n\nOptions");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("workload,w", po::value(&workload_spec)->default_value(std::string(kDefaultWorkload)),
-       "workload JSON file (docs/formats/workload.md) or builtin:NAME")
-      ("list-workloads", "list the built-in workloads and exit")
-      ("json", "print a JSON report on stdout instead of the summary")
-      ("no-op-times", "with --json: leave out the per-op \"ops\" array")
-      ("trace", po::value(&trace_path),
-       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
+  desc.add_options()("help,h", "show this help")(
+      "workload,w", po::value(&workload_spec)->default_value(std::string(kDefaultWorkload)),
+      "workload JSON file (docs/formats/workload.md) or builtin:NAME")(
+      "list-workloads", "list the built-in workloads and exit")(
+      "json", "print a JSON report on stdout instead of the summary")(
+      "no-op-times", "with --json: leave out the per-op \"ops\" array")(
+      "trace", po::value(&trace_path),
+      "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);

@@ -57,6 +57,8 @@ std::string error_of(F&& f) {
   return "";
 }
 
-constexpr std::int64_t us(double v) { return static_cast<std::int64_t>(v * 1000.0 + 0.5); }
+constexpr std::int64_t us(double v) {
+  return static_cast<std::int64_t>(v * 1000.0 + 0.5);
+}
 
 }  // namespace lagom::test

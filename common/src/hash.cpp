@@ -14,6 +14,8 @@ std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t seed) {
   return h;
 }
 
-std::string hex64(std::uint64_t value) { return fmt::format("{:016x}", value); }
+std::string hex64(std::uint64_t value) {
+  return fmt::format("{:016x}", value);
+}
 
 }  // namespace lagom

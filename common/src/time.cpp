@@ -5,6 +5,8 @@
 
 namespace lagom {
 
-Time Time::from_us(double us) { return Time::ns(std::llround(us * 1000.0)); }
+Time Time::from_us(double us) {
+  return Time::ns(std::llround(us * 1000.0));
+}
 
 }  // namespace lagom

@@ -13,8 +13,9 @@ namespace lagom {
 
 std::int64_t parse_bytes(std::string_view text, std::string_view what) {
   auto fail = [&](std::string_view why) -> std::int64_t {
-    throw Error(fmt::format("{}: cannot read '{}' as a byte count ({}); expected e.g. 8, 32K, 1M, 16G",
-                            what, text, why));
+    throw Error(
+        fmt::format("{}: cannot read '{}' as a byte count ({}); expected e.g. 8, 32K, 1M, 16G",
+                    what, text, why));
   };
   if (text.empty()) {
     return fail("empty");
@@ -62,8 +63,8 @@ std::string format_bytes(std::int64_t bytes) {
   if (u == 0) {
     return fmt::format("{} B", bytes);
   }
-  return fmt::format("{:.{}f} {}", v, v == static_cast<double>(static_cast<std::int64_t>(v)) ? 0 : 2,
-                     kUnits[u]);
+  return fmt::format("{:.{}f} {}", v,
+                     v == static_cast<double>(static_cast<std::int64_t>(v)) ? 0 : 2, kUnits[u]);
 }
 
 std::string format_us(std::int64_t ns) {

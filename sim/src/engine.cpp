@@ -119,10 +119,10 @@ class Engine::Impl {
         }
       }
       if (!timed) {
-        throw Error(fmt::format(
-            "{} has no 'duration_us', and no cost model is configured to time it (the "
-            "collective and compute models come with --cluster)",
-            w_.describe(op)));
+        throw Error(
+            fmt::format("{} has no 'duration_us', and no cost model is configured to time it (the "
+                        "collective and compute models come with --cluster)",
+                        w_.describe(op)));
       }
     }
   }
@@ -340,17 +340,18 @@ class Engine::Impl {
       const double f = factors_[i];
       const OpId op = ra.ops[i].op;
       if (!(f > 0.0 && f <= 1.0)) {
-        throw Error(fmt::format("contention model '{}' gave speed factor {} to {}; factors must be "
-                                "in (0, 1]",
-                                opt_.contention->name(), f, w_.describe(op)));
+        throw Error(
+            fmt::format("contention model '{}' gave speed factor {} to {}; factors must be "
+                        "in (0, 1]",
+                        opt_.contention->name(), f, w_.describe(op)));
       }
       const std::uint32_t slot = ra.slots[i];
       Activity& a = slots_[slot];
       double rate = f;
       if (a.is_instance) {
         const auto members = g_.members(a.subject);
-        const auto pos = static_cast<std::size_t>(
-            std::find(members.begin(), members.end(), op) - members.begin());
+        const auto pos = static_cast<std::size_t>(std::find(members.begin(), members.end(), op) -
+                                                  members.begin());
         a.factors[pos] = f;
         rate = *std::min_element(a.factors.begin(), a.factors.end());
       }
@@ -395,7 +396,11 @@ class Engine::Impl {
 Engine::Engine(const Workload& w, const ExecutionGraph& graph, SimOptions options)
     : impl_(std::make_unique<Impl>(w, graph, options)) {}
 Engine::~Engine() = default;
-void Engine::add_observer(SimObserver* observer) { impl_->add_observer(observer); }
-SimResult Engine::run() { return impl_->run(); }
+void Engine::add_observer(SimObserver* observer) {
+  impl_->add_observer(observer);
+}
+SimResult Engine::run() {
+  return impl_->run();
+}
 
 }  // namespace lagom::sim

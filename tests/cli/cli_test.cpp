@@ -76,8 +76,10 @@ TEST(Cli, SameInputGivesByteIdenticalJsonAndTrace) {
   TempDir tmp;
   const std::string t1 = (tmp.path() / "t1.json").string();
   const std::string t2 = (tmp.path() / "t2.json").string();
-  CliRun a = run_lagom({"simulate", "--workload", "builtin:pipeline-2stage", "--json", "--trace", t1});
-  CliRun b = run_lagom({"simulate", "--workload", "builtin:pipeline-2stage", "--json", "--trace", t2});
+  CliRun a =
+      run_lagom({"simulate", "--workload", "builtin:pipeline-2stage", "--json", "--trace", t1});
+  CliRun b =
+      run_lagom({"simulate", "--workload", "builtin:pipeline-2stage", "--json", "--trace", t2});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   const std::string ta = slurp(t1);
@@ -103,15 +105,15 @@ TEST_P(CliBadInput, ExitsOneWithTheFileAndReason) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Files, CliBadInput,
-    ::testing::Values(BadFile{"bad/empty.json", "empty"},
-                      BadFile{"bad/truncated.json", "truncated"},
-                      BadFile{"bad/not-json.json", "not valid JSON"},
-                      BadFile{"bad/pipeline-deadlock.json", "deadlock"},
-                      BadFile{"bad/cycle.json", "dependency cycle"},
-                      BadFile{"bad/untimed.json", "no 'duration_us'"},
-                      BadFile{"bad/does-not-exist.json", "cannot open workload file"}));
+INSTANTIATE_TEST_SUITE_P(Files, CliBadInput,
+                         ::testing::Values(BadFile{"bad/empty.json", "empty"},
+                                           BadFile{"bad/truncated.json", "truncated"},
+                                           BadFile{"bad/not-json.json", "not valid JSON"},
+                                           BadFile{"bad/pipeline-deadlock.json", "deadlock"},
+                                           BadFile{"bad/cycle.json", "dependency cycle"},
+                                           BadFile{"bad/untimed.json", "no 'duration_us'"},
+                                           BadFile{"bad/does-not-exist.json",
+                                                   "cannot open workload file"}));
 
 TEST(Cli, UnknownBuiltinListsTheKnownOnes) {
   CliRun r = run_lagom({"simulate", "--workload", "builtin:nope"});

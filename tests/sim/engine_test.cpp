@@ -51,7 +51,8 @@ TEST(Engine, CollectiveStartsWhenTheLastMemberArrives) {
       {"rank": 1, "streams": [{"stream": "main", "ops": [
           {"id": "c1", "kind": "compute", "duration_us": 30},
           {"id": "ar1", "kind": "allreduce", "group": "g", "bytes": 1024, "duration_us": 20}]}]}
-      ])", R"({"g": [0, 1]})"));
+      ])",
+                             R"({"g": [0, 1]})"));
   EXPECT_EQ(s.launch_ns("ar0"), us(10));
   EXPECT_EQ(s.start_ns("ar0"), us(30));
   EXPECT_EQ(s.start_ns("ar1"), us(30));
@@ -70,7 +71,8 @@ TEST(Engine, CollectiveTakesTheLongestMemberDuration) {
           {"id": "a0", "kind": "allgather", "group": "g", "bytes": 64, "duration_us": 20}]}]},
       {"rank": 1, "streams": [{"stream": "m", "ops": [
           {"id": "a1", "kind": "allgather", "group": "g", "bytes": 64, "duration_us": 25}]}]}
-      ])", R"({"g": [0, 1]})"));
+      ])",
+                             R"({"g": [0, 1]})"));
   EXPECT_EQ(s.end_ns("a0"), us(25));
   EXPECT_EQ(s.end_ns("a1"), us(25));
 }

@@ -18,13 +18,12 @@ std::string doc(std::string_view ranks, std::string_view groups = "{}") {
 }
 
 std::string one_op(std::string_view op) {
-  return doc(std::string(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [)") +
-             std::string(op) + "]}]}]");
+  return doc(std::string(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [)") + std::string(op) +
+             "]}]}]");
 }
 
 TEST(WorkloadJson, ReadsAllFields) {
-  Workload w = parse_workload_json(
-      doc(R"([
+  Workload w = parse_workload_json(doc(R"([
       {"rank": 1, "streams": [{"stream": "comm", "ops": [
         {"id": "b1", "kind": "broadcast", "group": "g", "bytes": 64, "root": 0}]}]},
       {"rank": 0, "streams": [
@@ -33,8 +32,8 @@ TEST(WorkloadJson, ReadsAllFields) {
           {"id": "m", "kind": "memcpy", "bytes": 10, "deps": ["c"]}]},
         {"stream": "comm", "ops": [
           {"id": "b0", "kind": "broadcast", "group": "g", "bytes": 64, "root": 0, "deps": ["c"]}]}]}])",
-          R"({"g": [0, 1]})"),
-      "t.json");
+                                       R"({"g": [0, 1]})"),
+                                   "t.json");
   EXPECT_EQ(w.rank_count(), 2u);
   EXPECT_EQ(w.op_count(), 4u);
   ASSERT_EQ(w.streams().size(), 3u);
@@ -111,10 +110,10 @@ const std::string kTwoRankAllReduce = R"([
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, BadWorkload,
     ::testing::Values(
-        BadCase{"empty", "", {"empty"}},
-        BadCase{"whitespace", "  \n ", {"empty"}},
+        BadCase{"empty", "", {"empty"}}, BadCase{"whitespace", "  \n ", {"empty"}},
         BadCase{"not_json", "this is not json", {"not valid JSON", "line 1"}},
-        BadCase{"truncated", doc(kTwoRankAllReduce).substr(0, 120), {"not valid JSON", "truncated"}},
+        BadCase{
+            "truncated", doc(kTwoRankAllReduce).substr(0, 120), {"not valid JSON", "truncated"}},
         BadCase{"top_level_array", "[1, 2]", {"expected a JSON object"}},
         BadCase{"wrong_format",
                 R"({"format": "chakra", "version": 1, "ranks": []})",
@@ -122,26 +121,33 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"wrong_version",
                 R"({"format": "lagom.workload", "version": 7, "ranks": []})",
                 {"unsupported 'version' 7"}},
-        BadCase{"missing_version", R"({"format": "lagom.workload", "ranks": []})",
+        BadCase{"missing_version",
+                R"({"format": "lagom.workload", "ranks": []})",
                 {"missing required field 'version'"}},
-        BadCase{"no_ranks", R"({"format": "lagom.workload", "version": 1, "ranks": []})",
+        BadCase{"no_ranks",
+                R"({"format": "lagom.workload", "version": 1, "ranks": []})",
                 {"'ranks' must be a non-empty array"}},
-        BadCase{"unknown_top_field",
-                R"({"format": "lagom.workload", "version": 1, "rnaks": [], "ranks": [{"rank": 0, "streams": []}]})",
-                {"unknown field 'rnaks'"}},
+        BadCase{
+            "unknown_top_field",
+            R"({"format": "lagom.workload", "version": 1, "rnaks": [], "ranks": [{"rank": 0, "streams": []}]})",
+            {"unknown field 'rnaks'"}},
         BadCase{"rank_twice",
                 doc(R"([{"rank": 0, "streams": []}, {"rank": 0, "streams": []}])"),
                 {"ranks[1]", "rank 0 is listed twice"}},
-        BadCase{"rank_out_of_range", doc(R"([{"rank": 3, "streams": []}])"),
+        BadCase{"rank_out_of_range",
+                doc(R"([{"rank": 3, "streams": []}])"),
                 {"ranks[0]", "must be 0..0"}},
         BadCase{"duplicate_op_id",
                 one_op(R"({"id": "x", "kind": "compute", "duration_us": 1},
                           {"id": "x", "kind": "compute", "duration_us": 1})"),
-                {"ops[1] (id 'x')", "duplicate op id 'x'", "first defined at ranks[0].streams[0].ops[0]"}},
-        BadCase{"unknown_kind", one_op(R"({"id": "x", "kind": "allreduse", "bytes": 8})"),
+                {"ops[1] (id 'x')", "duplicate op id 'x'",
+                 "first defined at ranks[0].streams[0].ops[0]"}},
+        BadCase{"unknown_kind",
+                one_op(R"({"id": "x", "kind": "allreduse", "bytes": 8})"),
                 {"ops[0] (id 'x')", "unknown op kind 'allreduse'", "allreduce"}},
         BadCase{"missing_kind", one_op(R"({"id": "x"})"), {"missing required field 'kind'"}},
-        BadCase{"missing_id", one_op(R"({"kind": "compute"})"),
+        BadCase{"missing_id",
+                one_op(R"({"kind": "compute"})"),
                 {"ops[0]", "missing required field 'id'"}},
         BadCase{"missing_dep",
                 one_op(R"({"id": "x", "kind": "compute", "duration_us": 1, "deps": ["nope"]})"),
@@ -159,7 +165,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"string_bytes",
                 one_op(R"({"id": "x", "kind": "memcpy", "bytes": "32M"})"),
                 {"(id 'x')", "'bytes' must be a non-negative integer", "\"32M\""}},
-        BadCase{"fractional_bytes", one_op(R"({"id": "x", "kind": "memcpy", "bytes": 1.5})"),
+        BadCase{"fractional_bytes",
+                one_op(R"({"id": "x", "kind": "memcpy", "bytes": 1.5})"),
                 {"'bytes' must be a non-negative integer"}},
         BadCase{"negative_duration",
                 one_op(R"({"id": "x", "kind": "compute", "duration_us": -1})"),
@@ -173,7 +180,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_group",
                 one_op(R"({"id": "x", "kind": "allreduce", "bytes": 8, "group": "tp"})"),
                 {"(id 'x')", "unknown group 'tp'"}},
-        BadCase{"collective_without_group", one_op(R"({"id": "x", "kind": "allreduce", "bytes": 8})"),
+        BadCase{"collective_without_group",
+                one_op(R"({"id": "x", "kind": "allreduce", "bytes": 8})"),
                 {"an allreduce needs 'group'"}},
         BadCase{"collective_without_bytes",
                 one_op(R"({"id": "x", "kind": "allgather", "group": "g"})"),
@@ -184,18 +192,22 @@ INSTANTIATE_TEST_SUITE_P(
                        {"rank": 1, "streams": []}])",
                     R"({"g": [1]})"),
                 {"'x'", "not a member of group 'g'"}},
-        BadCase{"group_with_unknown_rank", doc(R"([{"rank": 0, "streams": []}])", R"({"g": [0, 4]})"),
+        BadCase{"group_with_unknown_rank",
+                doc(R"([{"rank": 0, "streams": []}])", R"({"g": [0, 4]})"),
                 {"groups.g", "rank 4 does not exist"}},
-        BadCase{"group_rank_twice",
-                doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])", R"({"g": [1, 1]})"),
-                {"groups.g", "lists rank 1 twice"}},
-        BadCase{"send_without_peer", one_op(R"({"id": "x", "kind": "send", "bytes": 8})"),
+        BadCase{
+            "group_rank_twice",
+            doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])", R"({"g": [1, 1]})"),
+            {"groups.g", "lists rank 1 twice"}},
+        BadCase{"send_without_peer",
+                one_op(R"({"id": "x", "kind": "send", "bytes": 8})"),
                 {"a send needs 'peer'"}},
         BadCase{"send_to_self",
                 doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
                       {"id": "x", "kind": "send", "bytes": 8, "peer": 0}]}]}])"),
                 {"'x'", "to its own rank 0"}},
-        BadCase{"peer_on_compute", one_op(R"({"id": "x", "kind": "compute", "peer": 0})"),
+        BadCase{"peer_on_compute",
+                one_op(R"({"id": "x", "kind": "compute", "peer": 0})"),
                 {"a compute takes no 'peer'"}},
         BadCase{"broadcast_without_root",
                 doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
@@ -205,9 +217,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_op_field",
                 one_op(R"({"id": "x", "kind": "compute", "duration": 5})"),
                 {"(id 'x')", "unknown field 'duration'", "duration_us"}},
-        BadCase{"duplicate_stream",
-                doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": []}, {"stream": "s", "ops": []}]}])"),
-                {"rank 0 has two streams named 's'"}},
+        BadCase{
+            "duplicate_stream",
+            doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": []}, {"stream": "s", "ops": []}]}])"),
+            {"rank 0 has two streams named 's'"}},
         BadCase{"send_without_recv",
                 doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
                       {"id": "x", "kind": "send", "bytes": 8, "peer": 1}]}]},

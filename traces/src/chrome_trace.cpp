@@ -29,16 +29,18 @@ void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& ou
   };
   for (Rank r = 0; r < w.rank_count(); ++r) {
     sep();
-    fmt::format_to(std::back_inserter(buf),
-                   R"({{"ph": "M", "name": "process_name", "pid": {0}, "args": {{"name": "rank {0}"}}}},)"
-                   "\n"
-                   R"({{"ph": "M", "name": "process_sort_index", "pid": {0}, "args": {{"sort_index": {0}}}}})",
-                   r);
+    fmt::format_to(
+        std::back_inserter(buf),
+        R"({{"ph": "M", "name": "process_name", "pid": {0}, "args": {{"name": "rank {0}"}}}},)"
+        "\n"
+        R"({{"ph": "M", "name": "process_sort_index", "pid": {0}, "args": {{"sort_index": {0}}}}})",
+        r);
     for (StreamId s = w.first_stream(r); s < w.last_stream(r); ++s) {
-      fmt::format_to(std::back_inserter(buf),
-                     ",\n"
-                     R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": {}}}}})",
-                     r, s - w.first_stream(r), q(w.stream(s).name));
+      fmt::format_to(
+          std::back_inserter(buf),
+          ",\n"
+          R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": {}}}}})",
+          r, s - w.first_stream(r), q(w.stream(s).name));
     }
   }
   for (OpId op = 0; op < w.op_count(); ++op) {
@@ -48,16 +50,18 @@ void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& ou
     const std::string name = q(w.name(op));
     if (t.start[op].count_ns() > t.launch[op].count_ns()) {
       sep();
-      fmt::format_to(std::back_inserter(buf),
-                     R"({{"ph": "X", "cat": "wait", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"waiting_for": "peers"}}}})",
-                     q(fmt::format("wait {}", w.name(op))), r, tid, format_us(t.launch[op].count_ns()),
-                     format_us(t.start[op].count_ns() - t.launch[op].count_ns()));
+      fmt::format_to(
+          std::back_inserter(buf),
+          R"({{"ph": "X", "cat": "wait", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"waiting_for": "peers"}}}})",
+          q(fmt::format("wait {}", w.name(op))), r, tid, format_us(t.launch[op].count_ns()),
+          format_us(t.start[op].count_ns() - t.launch[op].count_ns()));
     }
     sep();
-    fmt::format_to(std::back_inserter(buf),
-                   R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"kind": "{}")",
-                   is_comm(k) ? "comm" : "compute", name, r, tid, format_us(t.start[op].count_ns()),
-                   format_us(t.end[op].count_ns() - t.start[op].count_ns()), to_string(k));
+    fmt::format_to(
+        std::back_inserter(buf),
+        R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"kind": "{}")",
+        is_comm(k) ? "comm" : "compute", name, r, tid, format_us(t.start[op].count_ns()),
+        format_us(t.end[op].count_ns() - t.start[op].count_ns()), to_string(k));
     if (w.bytes(op) != 0 || is_comm(k)) {
       fmt::format_to(std::back_inserter(buf), R"(, "bytes": {})", w.bytes(op));
     }
@@ -90,12 +94,13 @@ void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& ou
         const Rank rd = w.rank_of(d);
         const Rank r = w.rank_of(op);
         sep();
-        fmt::format_to(std::back_inserter(buf),
-                       R"({{"ph": "s", "cat": "dep", "name": "dep", "id": {}, "pid": {}, "tid": {}, "ts": {}}},)"
-                       "\n"
-                       R"({{"ph": "f", "bp": "e", "cat": "dep", "name": "dep", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
-                       flow_id, rd, w.stream_of(d) - w.first_stream(rd), format_us(from), flow_id, r,
-                       w.stream_of(op) - w.first_stream(r), format_us(t.launch[op].count_ns()));
+        fmt::format_to(
+            std::back_inserter(buf),
+            R"({{"ph": "s", "cat": "dep", "name": "dep", "id": {}, "pid": {}, "tid": {}, "ts": {}}},)"
+            "\n"
+            R"({{"ph": "f", "bp": "e", "cat": "dep", "name": "dep", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
+            flow_id, rd, w.stream_of(d) - w.first_stream(rd), format_us(from), flow_id, r,
+            w.stream_of(op) - w.first_stream(r), format_us(t.launch[op].count_ns()));
         ++flow_id;
       }
       if (buf.size() > (1 << 20)) {

@@ -149,7 +149,7 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
     const OpId a = m.front();
     for (OpId b : m.subspan(1)) {
       if (w.kind(b) != w.kind(a) || w.bytes(b) != w.bytes(a) || w.peer(b) != w.peer(a)) {
-        std::string what = w.kind(b) != w.kind(a)   ? "kind"
+        std::string what = w.kind(b) != w.kind(a)     ? "kind"
                            : w.bytes(b) != w.bytes(a) ? "size"
                                                       : "root";
         throw Error(fmt::format(
@@ -235,7 +235,8 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
       ++g.dependent_begin_[d + 1];
     }
   }
-  std::partial_sum(g.dependent_begin_.begin(), g.dependent_begin_.end(), g.dependent_begin_.begin());
+  std::partial_sum(g.dependent_begin_.begin(), g.dependent_begin_.end(),
+                   g.dependent_begin_.begin());
   g.dependents_.resize(w.dep_count());
   {
     std::vector<std::uint32_t> cursor(g.dependent_begin_.begin(), g.dependent_begin_.end() - 1);
@@ -257,7 +258,8 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
   auto stream_prev = [&](OpId op) -> bool { return w.position(op) > 0; };
   std::vector<std::uint32_t> indegree(std::size_t{n} + ninst, 0);
   for (OpId op = 0; op < n; ++op) {
-    indegree[node_of(op)] += static_cast<std::uint32_t>(w.deps(op).size()) + (stream_prev(op) ? 1 : 0);
+    indegree[node_of(op)] +=
+        static_cast<std::uint32_t>(w.deps(op).size()) + (stream_prev(op) ? 1 : 0);
   }
   std::vector<std::uint32_t> ready;
   for (std::uint32_t v = 0; v < n + ninst; ++v) {
@@ -345,11 +347,10 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
         text += describe_instance(w, g, u - n);
       }
     }
-    throw Error(fmt::format("{}{}: {}", pre,
-                            through_collective
-                                ? "deadlock: ranks wait for each other in a cycle"
-                                : "dependency cycle",
-                            text));
+    throw Error(fmt::format(
+        "{}{}: {}", pre,
+        through_collective ? "deadlock: ranks wait for each other in a cycle" : "dependency cycle",
+        text));
   }
   return g;
 }

@@ -14,8 +14,8 @@ namespace lagom::traces {
 namespace {
 
 constexpr std::array<std::string_view, kOpKindCount> kKindNames = {
-    "compute", "memcpy",  "allreduce", "allgather", "reducescatter",
-    "broadcast", "reduce", "alltoall", "send",      "recv"};
+    "compute",   "memcpy", "allreduce", "allgather", "reducescatter",
+    "broadcast", "reduce", "alltoall",  "send",      "recv"};
 
 std::string prefix(std::string_view where) {
   return where.empty() ? std::string() : fmt::format("{}: ", where);
@@ -23,7 +23,9 @@ std::string prefix(std::string_view where) {
 
 }  // namespace
 
-std::string_view to_string(OpKind kind) { return kKindNames[static_cast<std::size_t>(kind)]; }
+std::string_view to_string(OpKind kind) {
+  return kKindNames[static_cast<std::size_t>(kind)];
+}
 
 std::string_view article(std::string_view word) {
   return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos
@@ -256,7 +258,8 @@ Workload WorkloadBuilder::build(std::string_view where) && {
       throw Error(fmt::format("{}op {}: unknown group #{}", pre, op_name(i), g));
     }
     if (is_collective(k) && g == kNoGroup) {
-      throw Error(fmt::format("{}op {}: {} {} needs a group", pre, op_name(i), article(to_string(k)), to_string(k)));
+      throw Error(fmt::format("{}op {}: {} {} needs a group", pre, op_name(i),
+                              article(to_string(k)), to_string(k)));
     }
     if (g != kNoGroup) {
       const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
@@ -268,11 +271,12 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     if (is_p2p(k)) {
       const std::int32_t p = peer_[i];
       if (p < 0 || static_cast<std::uint32_t>(p) >= rank_count_) {
-        throw Error(fmt::format("{}op {}: a {} needs a peer rank in 0..{}, got {}", pre,
-                                op_name(i), to_string(k), rank_count_ - 1, p));
+        throw Error(fmt::format("{}op {}: a {} needs a peer rank in 0..{}, got {}", pre, op_name(i),
+                                to_string(k), rank_count_ - 1, p));
       }
       if (static_cast<Rank>(p) == r) {
-        throw Error(fmt::format("{}op {}: {} {} to its own rank {}", pre, op_name(i), article(to_string(k)), to_string(k), r));
+        throw Error(fmt::format("{}op {}: {} {} to its own rank {}", pre, op_name(i),
+                                article(to_string(k)), to_string(k), r));
       }
       if (g != kNoGroup) {
         const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
@@ -286,19 +290,22 @@ Workload WorkloadBuilder::build(std::string_view where) && {
       const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
       if (root < 0 ||
           std::find(members.begin(), members.end(), static_cast<Rank>(root)) == members.end()) {
-        throw Error(fmt::format("{}op {}: {} {} needs a root that is a member of group '{}', got {}",
-                                pre, op_name(i), article(to_string(k)), to_string(k),
-                                w.groups_[static_cast<std::size_t>(g)].name, root));
+        throw Error(
+            fmt::format("{}op {}: {} {} needs a root that is a member of group '{}', got {}", pre,
+                        op_name(i), article(to_string(k)), to_string(k),
+                        w.groups_[static_cast<std::size_t>(g)].name, root));
       }
     } else if (peer_[i] != kNoPeer) {
-      throw Error(fmt::format("{}op {}: {} {} takes no peer or root", pre, op_name(i), article(to_string(k)), to_string(k)));
+      throw Error(fmt::format("{}op {}: {} {} takes no peer or root", pre, op_name(i),
+                              article(to_string(k)), to_string(k)));
     }
   }
 
   // Dependencies: CSR by new op id, sorted and deduplicated.
   for (auto& [op, dep] : deps_) {
     if (op >= n || dep >= n) {
-      throw Error(fmt::format("{}dependency on op #{} which does not exist", pre, std::max(op, dep)));
+      throw Error(
+          fmt::format("{}dependency on op #{} which does not exist", pre, std::max(op, dep)));
     }
     if (op == dep) {
       throw Error(fmt::format("{}dependency cycle: op {} depends on itself", pre, op_name(op)));
@@ -346,7 +353,8 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     std::partial_sum(length.begin(), length.end(), length.begin());
     std::string names(names_.size(), '\0');
     for (std::size_t i = 0; i < n; ++i) {
-      names.replace(length[new_id[i]], name_begin_[i + 1] - name_begin_[i], name_of(static_cast<OpId>(i)));
+      names.replace(length[new_id[i]], name_begin_[i + 1] - name_begin_[i],
+                    name_of(static_cast<OpId>(i)));
     }
     w.names_ = std::move(names);
     w.name_begin_ = std::move(length);

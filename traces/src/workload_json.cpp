@@ -167,8 +167,8 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
       for (const json& r : members) {
         const std::int64_t v = get_nonneg_int(gctx, r, "rank");
         if (v >= nranks) {
-          gctx.fail(fmt::format("rank {} does not exist (the workload has ranks 0..{})", v,
-                                nranks - 1));
+          gctx.fail(
+              fmt::format("rank {} does not exist (the workload has ranks 0..{})", v, nranks - 1));
         }
         rs.push_back(static_cast<Rank>(v));
       }
@@ -296,7 +296,8 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           }
           spec.peer = static_cast<std::int32_t>(p);
         } else if (wants_peer) {
-          octx.fail(fmt::format("{} {} needs 'peer' (the other rank)", article(kind_name), kind_name));
+          octx.fail(
+              fmt::format("{} {} needs 'peer' (the other rank)", article(kind_name), kind_name));
         }
         if (auto it = o.find("root"); it != o.end()) {
           if (!wants_root) {
@@ -321,8 +322,8 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         }
         auto [where, inserted] = op_ids.emplace(id, std::make_pair(op, octx.path));
         if (!inserted) {
-          octx.fail(fmt::format("duplicate op id '{}' (first defined at {})", id,
-                                where->second.second));
+          octx.fail(
+              fmt::format("duplicate op id '{}' (first defined at {})", id, where->second.second));
         }
         if (auto it = o.find("deps"); it != o.end()) {
           if (!it->is_array()) {
@@ -360,8 +361,8 @@ void write_workload_json(const Workload& w, std::ostream& out) {
   out << " \"groups\": {";
   for (std::size_t g = 0; g < w.groups().size(); ++g) {
     const Group& grp = w.groups()[g];
-    out << (g ? ",\n  " : "\n  ") << q(grp.name) << ": [" << fmt::format("{}", fmt::join(grp.ranks, ", "))
-        << "]";
+    out << (g ? ",\n  " : "\n  ") << q(grp.name) << ": ["
+        << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "]";
   }
   out << (w.groups().empty() ? "},\n" : "\n },\n");
   out << " \"ranks\": [";

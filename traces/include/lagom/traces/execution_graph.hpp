@@ -27,14 +27,17 @@ inline constexpr InstanceId kNoInstance = 0xffffffffu;
 class ExecutionGraph {
  public:
   // One collective call or one send/recv transfer: the member ops, one per participating rank.
-  std::uint32_t instance_count() const { return static_cast<std::uint32_t>(member_begin_.size()) - 1; }
+  std::uint32_t instance_count() const {
+    return static_cast<std::uint32_t>(member_begin_.size()) - 1;
+  }
   InstanceId instance_of(OpId op) const { return instance_of_[op]; }
   std::span<const OpId> members(InstanceId i) const {
     return {members_.data() + member_begin_[i], members_.data() + member_begin_[i + 1]};
   }
   // Ops that list `op` in their deps (stream order is implicit: op + 1 on the same stream).
   std::span<const OpId> dependents(OpId op) const {
-    return {dependents_.data() + dependent_begin_[op], dependents_.data() + dependent_begin_[op + 1]};
+    return {dependents_.data() + dependent_begin_[op],
+            dependents_.data() + dependent_begin_[op + 1]};
   }
   std::size_t memory_bytes() const;
 

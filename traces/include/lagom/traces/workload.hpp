@@ -30,14 +30,22 @@ enum class OpKind : std::uint8_t {
 };
 inline constexpr int kOpKindCount = 10;
 
-std::string_view to_string(OpKind kind);            // "allreduce", as in the workload format
+std::string_view to_string(OpKind kind);  // "allreduce", as in the workload format
 std::optional<OpKind> parse_op_kind(std::string_view name);
 // "a" or "an", for messages about `word` ("an allreduce", "a send").
 std::string_view article(std::string_view word);
-constexpr bool is_collective(OpKind k) { return k >= OpKind::kAllReduce && k <= OpKind::kAllToAll; }
-constexpr bool is_p2p(OpKind k) { return k == OpKind::kSend || k == OpKind::kRecv; }
-constexpr bool is_comm(OpKind k) { return is_collective(k) || is_p2p(k); }
-constexpr bool has_root(OpKind k) { return k == OpKind::kBroadcast || k == OpKind::kReduce; }
+constexpr bool is_collective(OpKind k) {
+  return k >= OpKind::kAllReduce && k <= OpKind::kAllToAll;
+}
+constexpr bool is_p2p(OpKind k) {
+  return k == OpKind::kSend || k == OpKind::kRecv;
+}
+constexpr bool is_comm(OpKind k) {
+  return is_collective(k) || is_p2p(k);
+}
+constexpr bool has_root(OpKind k) {
+  return k == OpKind::kBroadcast || k == OpKind::kReduce;
+}
 
 using OpId = std::uint32_t;
 using StreamId = std::uint32_t;
@@ -63,10 +71,10 @@ struct Stream {
 // What an op is, independent of where it sits. Used to add ops to a builder.
 struct OpSpec {
   OpKind kind = OpKind::kCompute;
-  std::int64_t bytes = 0;                 // collective/p2p/memcpy payload; compute: HBM traffic
-  GroupId group = kNoGroup;               // collectives: required; send/recv: optional
-  std::int32_t peer = kNoPeer;            // send/recv: the other rank; broadcast/reduce: root
-  std::int64_t duration_ns = kNoDuration; // fixed duration, or kNoDuration for a cost model
+  std::int64_t bytes = 0;                  // collective/p2p/memcpy payload; compute: HBM traffic
+  GroupId group = kNoGroup;                // collectives: required; send/recv: optional
+  std::int32_t peer = kNoPeer;             // send/recv: the other rank; broadcast/reduce: root
+  std::int64_t duration_ns = kNoDuration;  // fixed duration, or kNoDuration for a cost model
 };
 
 class Workload {
