@@ -120,10 +120,10 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
                      {"rank", w.rank_of(op)},
                      {"stream", w.stream(w.stream_of(op)).name},
                      {"kind", std::string(traces::to_string(w.kind(op)))},
-                     {"launch_us", us(r.launch[op])},
-                     {"start_us", us(r.start[op])},
-                     {"end_us", us(r.end[op])},
-                     {"standalone_us", us(r.standalone[op])}});
+                     {"launch_us", us(r.ops[op].launch)},
+                     {"start_us", us(r.ops[op].start)},
+                     {"end_us", us(r.ops[op].end)},
+                     {"standalone_us", us(r.ops[op].alone)}});
     }
   }
   return j;

@@ -71,7 +71,7 @@ int simulate_command(const std::vector<std::string>& args) {
     if (!out) {
       throw Error(fmt::format("cannot write trace file '{}'", trace_path));
     }
-    traces::write_chrome_trace(w, {result.launch, result.start, result.end}, out);
+    traces::write_chrome_trace(w, result.ops, out);
     out.close();
     if (!out) {
       throw Error(fmt::format("error while writing trace file '{}'", trace_path));

@@ -32,9 +32,9 @@ struct Simulated {
     EXPECT_TRUE(found.has_value()) << "no op " << id;
     return found.value_or(0);
   }
-  std::int64_t launch_ns(std::string_view id) const { return r.launch[op(id)].count_ns(); }
-  std::int64_t start_ns(std::string_view id) const { return r.start[op(id)].count_ns(); }
-  std::int64_t end_ns(std::string_view id) const { return r.end[op(id)].count_ns(); }
+  std::int64_t launch_ns(std::string_view id) const { return r.ops[op(id)].launch.count_ns(); }
+  std::int64_t start_ns(std::string_view id) const { return r.ops[op(id)].start.count_ns(); }
+  std::int64_t end_ns(std::string_view id) const { return r.ops[op(id)].end.count_ns(); }
 };
 
 inline Simulated simulate(traces::Workload w, sim::SimOptions options = {}) {

@@ -66,13 +66,22 @@ class Engine::Impl {
     if (opt_.cost == nullptr) {
       check_all_timed();
     }
-    r_.launch.assign(n, Time());
-    r_.start.assign(n, Time());
-    r_.end.assign(n, Time());
-    r_.standalone.assign(n, Time());
+    r_.ops.assign(n, traces::OpTimes{});
     pending_.resize(n);
     for (OpId op = 0; op < n; ++op) {
-      pending_[op] = static_cast<std::uint32_t>(w_.deps(op).size()) + (w_.position(op) > 0 ? 1 : 0);
+      const std::size_t deps = w_.deps(op).size();
+      if (deps >= kCountMask) {
+        throw Error(fmt::format("{} has {} dependencies; at most {} are supported",
+                                w_.describe(op), deps, kCountMask - 1));
+      }
+      std::uint32_t word = static_cast<std::uint32_t>(deps) + (w_.position(op) > 0 ? 1 : 0);
+      if (op + 1 == n || w_.stream_of(op + 1) != w_.stream_of(op)) {
+        word |= kLastInStream;
+      }
+      if (!g_.dependents(op).empty()) {
+        word |= kHasDependents;
+      }
+      pending_[op] = word;
     }
     arrived_.assign(g_.instance_count(), 0);
     if (opt_.contention) {
@@ -81,7 +90,7 @@ class Engine::Impl {
     heap_.reserve(std::min<std::size_t>(w_.streams().size() * 2 + 16, 1 << 24));
 
     for (OpId op = 0; op < n; ++op) {
-      if (pending_[op] == 0) {
+      if ((pending_[op] & kCountMask) == 0) {
         launch(op);
       }
     }
@@ -146,21 +155,30 @@ class Engine::Impl {
     return opt_.cost->standalone_time(w_, g_, g_.members(inst).front());
   }
 
+  // One fingerprint word per record: the time scrambled by an odd constant, xor the op and
+  // whether it starts or ends (the mixer in Fingerprint::add spreads every bit).
+  std::uint64_t record_word(OpId op, bool is_end) const {
+    return static_cast<std::uint64_t>(now_) * 0x9e3779b97f4a7c15ULL ^
+           ((std::uint64_t{op} << 1) | (is_end ? 1u : 0u));
+  }
+
   void record_start(OpId op) {
-    r_.start[op] = Time::ns(now_);
-    fp_.add(static_cast<std::uint64_t>(now_));
-    fp_.add(std::uint64_t{op} << 1);
-    for (SimObserver* o : observers_) {
-      o->on_start(op, Time::ns(now_));
+    r_.ops[op].start = Time::ns(now_);
+    fp_.add(record_word(op, false));
+    if (!observers_.empty()) {
+      for (SimObserver* o : observers_) {
+        o->on_start(op, Time::ns(now_));
+      }
     }
   }
 
   void record_end(OpId op) {
-    r_.end[op] = Time::ns(now_);
-    fp_.add(static_cast<std::uint64_t>(now_));
-    fp_.add((std::uint64_t{op} << 1) | 1);
-    for (SimObserver* o : observers_) {
-      o->on_end(op, Time::ns(now_));
+    r_.ops[op].end = Time::ns(now_);
+    fp_.add(record_word(op, true));
+    if (!observers_.empty()) {
+      for (SimObserver* o : observers_) {
+        o->on_end(op, Time::ns(now_));
+      }
     }
     if (now_ > r_.step_time.count_ns()) {
       r_.step_time = Time::ns(now_);
@@ -193,13 +211,13 @@ class Engine::Impl {
   }
 
   void launch(OpId op) {
-    r_.launch[op] = Time::ns(now_);
+    r_.ops[op].launch = Time::ns(now_);
     const InstanceId inst = g_.instance_of(op);
     if (inst == kNoInstance) {
       const std::uint32_t slot = alloc_slot();
       Activity& a = slots_[slot];
       const Time t = standalone_time(op);
-      r_.standalone[op] = t;
+      r_.ops[op].alone = t;
       a.remaining = static_cast<double>(t.count_ns());
       a.rate = 1.0;
       a.t_last = now_;
@@ -233,7 +251,7 @@ class Engine::Impl {
     a.subject = inst;
     a.is_instance = true;
     for (OpId m : members) {
-      r_.standalone[m] = t;
+      r_.ops[m].alone = t;
       record_start(m);
     }
     if (opt_.contention) {
@@ -280,13 +298,16 @@ class Engine::Impl {
 
   // `op` finished: release what waits on it.
   void complete(OpId op) {
-    const traces::Stream& s = w_.stream(w_.stream_of(op));
-    if (op + 1 < s.first_op + s.op_count && --pending_[op + 1] == 0) {
+    const std::uint32_t word = pending_[op];
+    // Ops of a stream are contiguous: the next op is op + 1 unless op is the stream's last.
+    if ((word & kLastInStream) == 0 && (--pending_[op + 1] & kCountMask) == 0) {
       launch(op + 1);
     }
-    for (OpId d : g_.dependents(op)) {
-      if (--pending_[d] == 0) {
-        launch(d);
+    if ((word & kHasDependents) != 0) {
+      for (OpId d : g_.dependents(op)) {
+        if ((--pending_[d] & kCountMask) == 0) {
+          launch(d);
+        }
       }
     }
   }
@@ -385,7 +406,12 @@ class Engine::Impl {
   std::vector<Event> heap_;
   std::vector<Activity> slots_;
   std::vector<std::uint32_t> free_;
-  std::vector<std::uint32_t> pending_;  // unfinished predecessors (stream order + deps) per op
+  // Per op: unfinished predecessors (stream order + deps) in the low bits, and two flags that
+  // save the hot path from touching the stream and dependents arrays.
+  static constexpr std::uint32_t kLastInStream = 1u << 31;
+  static constexpr std::uint32_t kHasDependents = 1u << 30;
+  static constexpr std::uint32_t kCountMask = kHasDependents - 1;
+  std::vector<std::uint32_t> pending_;
   std::vector<std::uint32_t> arrived_;  // launched members per instance
 
   // Contention state.

@@ -19,10 +19,10 @@ StepStats summarize(const traces::Workload& w, const SimResult& r) {
       StreamStats& ss = s.streams[sid];
       ss.ops = st.op_count;
       for (traces::OpId op = st.first_op; op < st.first_op + st.op_count; ++op) {
-        ss.busy += r.end[op] - r.launch[op];
-        ss.comm_wait += r.start[op] - r.launch[op];
-        if (r.end[op] > r.launch[op]) {
-          spans.emplace_back(r.launch[op], r.end[op]);
+        ss.busy += r.ops[op].end - r.ops[op].launch;
+        ss.comm_wait += r.ops[op].start - r.ops[op].launch;
+        if (r.ops[op].end > r.ops[op].launch) {
+          spans.emplace_back(r.ops[op].launch, r.ops[op].end);
         }
       }
       ss.idle = s.step_time - ss.busy;

@@ -22,7 +22,7 @@ TEST(ChromeTrace, HasProcessesThreadsSlicesWaitsAndFlows) {
           {"id": "a1", "kind": "allreduce", "group": "g", "bytes": 8, "duration_us": 5}]}]}])",
                                          R"({"g": [0, 1]})"));
   std::ostringstream out;
-  write_chrome_trace(s.w, {s.r.launch, s.r.start, s.r.end}, out);
+  write_chrome_trace(s.w, s.r.ops, out);
   const auto doc = nlohmann::json::parse(out.str());
   int process_names = 0, thread_names = 0, slices = 0, waits = 0, flow_starts = 0, flow_ends = 0;
   for (const auto& e : doc["traceEvents"]) {
@@ -67,7 +67,7 @@ TEST(ChromeTrace, ExtraArgsAreMerged) {
   std::ostringstream out;
   ChromeTraceOptions opt;
   opt.extra_args = [](OpId) { return std::string(R"("slowdown": 1.5)"); };
-  write_chrome_trace(s.w, {s.r.launch, s.r.start, s.r.end}, out, opt);
+  write_chrome_trace(s.w, s.r.ops, out, opt);
   const auto doc = nlohmann::json::parse(out.str());
   bool found = false;
   for (const auto& e : doc["traceEvents"]) {

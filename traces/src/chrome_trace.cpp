@@ -11,7 +11,7 @@
 
 namespace lagom::traces {
 
-void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& out,
+void write_chrome_trace(const Workload& w, std::span<const OpTimes> t, std::ostream& out,
                         const ChromeTraceOptions& options) {
   auto q = [](std::string_view s) { return nlohmann::json(s).dump(); };
   fmt::memory_buffer buf;
@@ -48,20 +48,20 @@ void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& ou
     const StreamId tid = w.stream_of(op) - w.first_stream(r);
     const OpKind k = w.kind(op);
     const std::string name = q(w.name(op));
-    if (t.start[op].count_ns() > t.launch[op].count_ns()) {
+    if (t[op].start.count_ns() > t[op].launch.count_ns()) {
       sep();
       fmt::format_to(
           std::back_inserter(buf),
           R"({{"ph": "X", "cat": "wait", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"waiting_for": "peers"}}}})",
-          q(fmt::format("wait {}", w.name(op))), r, tid, format_us(t.launch[op].count_ns()),
-          format_us(t.start[op].count_ns() - t.launch[op].count_ns()));
+          q(fmt::format("wait {}", w.name(op))), r, tid, format_us(t[op].launch.count_ns()),
+          format_us(t[op].start.count_ns() - t[op].launch.count_ns()));
     }
     sep();
     fmt::format_to(
         std::back_inserter(buf),
         R"({{"ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"kind": "{}")",
-        is_comm(k) ? "comm" : "compute", name, r, tid, format_us(t.start[op].count_ns()),
-        format_us(t.end[op].count_ns() - t.start[op].count_ns()), to_string(k));
+        is_comm(k) ? "comm" : "compute", name, r, tid, format_us(t[op].start.count_ns()),
+        format_us(t[op].end.count_ns() - t[op].start.count_ns()), to_string(k));
     if (w.bytes(op) != 0 || is_comm(k)) {
       fmt::format_to(std::back_inserter(buf), R"(, "bytes": {})", w.bytes(op));
     }
@@ -90,7 +90,7 @@ void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& ou
     for (OpId op = 0; op < w.op_count(); ++op) {
       for (OpId d : w.deps(op)) {
         // The arrow leaves from inside the dependency's last slice and lands in the op's first.
-        const std::int64_t from = std::max(t.start[d].count_ns(), t.end[d].count_ns() - 1);
+        const std::int64_t from = std::max(t[d].start.count_ns(), t[d].end.count_ns() - 1);
         const Rank rd = w.rank_of(d);
         const Rank r = w.rank_of(op);
         sep();
@@ -100,7 +100,7 @@ void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& ou
             "\n"
             R"({{"ph": "f", "bp": "e", "cat": "dep", "name": "dep", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
             flow_id, rd, w.stream_of(d) - w.first_stream(rd), format_us(from), flow_id, r,
-            w.stream_of(op) - w.first_stream(r), format_us(t.launch[op].count_ns()));
+            w.stream_of(op) - w.first_stream(r), format_us(t[op].launch.count_ns()));
         ++flow_id;
       }
       if (buf.size() > (1 << 20)) {

@@ -92,7 +92,6 @@ WorkloadBuilder::WorkloadBuilder(std::uint32_t rank_count) : rank_count_(rank_co
   if (rank_count == 0) {
     throw Error("a workload needs at least one rank");
   }
-  name_begin_.push_back(0);
 }
 
 GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks) {
@@ -151,11 +150,16 @@ OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_vi
   peer_.push_back(spec.peer);
   bytes_.push_back(spec.bytes);
   duration_ns_.push_back(spec.duration_ns);
-  if (!id.empty()) {
+  // Name offsets are only kept once some op has an id, so that programmatically generated
+  // workloads (tens of millions of ops, no ids) pay nothing for names.
+  if (!id.empty() && !any_name_) {
     any_name_ = true;
+    name_begin_.assign(kind_.size(), 0);  // ops so far: empty names
   }
-  names_.append(id);
-  name_begin_.push_back(names_.size());
+  if (any_name_) {
+    names_.append(id);
+    name_begin_.push_back(names_.size());
+  }
   return static_cast<OpId>(kind_.size() - 1);
 }
 
@@ -224,7 +228,8 @@ Workload WorkloadBuilder::build(std::string_view where) && {
   std::partial_sum(w.rank_streams_.begin(), w.rank_streams_.end(), w.rank_streams_.begin());
 
   auto op_name = [&](std::size_t i) -> std::string {
-    std::string id = names_.substr(name_begin_[i], name_begin_[i + 1] - name_begin_[i]);
+    std::string id =
+        any_name_ ? names_.substr(name_begin_[i], name_begin_[i + 1] - name_begin_[i]) : "";
     return id.empty() ? fmt::format("#{} on rank {} stream '{}'", i, stream_rank_[stream_[i]],
                                     w.streams_[new_stream[stream_[i]]].name)
                       : fmt::format("'{}'", id);

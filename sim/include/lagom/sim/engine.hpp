@@ -22,6 +22,7 @@
 #include "lagom/sim/contention.hpp"
 #include "lagom/sim/cost_model.hpp"
 #include "lagom/traces/execution_graph.hpp"
+#include "lagom/traces/timeline.hpp"
 #include "lagom/traces/workload.hpp"
 
 namespace lagom::sim {
@@ -36,11 +37,7 @@ struct SimResult {
   std::uint64_t events = 0;        // completion events processed (including superseded ones)
   std::uint64_t stale_events = 0;  // completion events skipped because a rate changed
   std::uint64_t fingerprint = 0;   // hash over every (time, op, start|end) record in order
-  // Per op (indexed by OpId): see traces::OpTimeline for what launch/start/end mean.
-  std::vector<Time> launch;
-  std::vector<Time> start;
-  std::vector<Time> end;
-  std::vector<Time> standalone;  // time the op (or its communication instance) takes alone
+  std::vector<traces::OpTimes> ops;  // per op, indexed by OpId
 };
 
 // Receives start and end records as the engine produces them (e.g. for live statistics).

@@ -7,21 +7,11 @@
 #include <span>
 #include <string>
 
-#include "lagom/common/time.hpp"
+#include "lagom/traces/timeline.hpp"
 #include "lagom/traces/workload.hpp"
 
 namespace lagom::traces {
 
-// When each op ran, from the start of the step (indexed by OpId).
-//   launch: the op's stream reached it and its deps were done (a collective member starts
-//           waiting for its peers here);
-//   start:  it began to make progress (for communication: all peers had arrived);
-//   end:    it finished.
-struct OpTimeline {
-  std::span<const Time> launch;
-  std::span<const Time> start;
-  std::span<const Time> end;
-};
 
 struct ChromeTraceOptions {
   // Extra "args" members for an op's slice, as a JSON object body without braces
@@ -33,7 +23,8 @@ struct ChromeTraceOptions {
 // One process per rank ("rank N"), one thread per stream, an "X" slice per op (microseconds,
 // exactly three decimals), a "wait" slice while a communication op waits for its peers, and a
 // flow arrow for each dependency.
-void write_chrome_trace(const Workload& w, const OpTimeline& t, std::ostream& out,
+// `times` is indexed by OpId.
+void write_chrome_trace(const Workload& w, std::span<const OpTimes> times, std::ostream& out,
                         const ChromeTraceOptions& options = {});
 
 }  // namespace lagom::traces

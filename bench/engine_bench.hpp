@@ -1,0 +1,6 @@
+// Registration of the engine benchmarks (they need data built at start-up).
+#pragma once
+
+namespace lagom::bench {
+void register_engine_benchmarks();
+}  // namespace lagom::bench
