@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
@@ -44,7 +45,8 @@ struct Activity {
   std::uint32_t version = 0;
   std::uint32_t subject = 0;  // OpId, or InstanceId when is_instance
   bool is_instance = false;
-  std::vector<double> factors;  // per member rank (contention only)
+  // Kept to 32 bytes: the slot array is touched on every event. Per-rank speed factors of a
+  // communication instance (contention only) live in Engine::Impl::instance_factors_.
 };
 
 constexpr std::uint32_t kNoSlot = 0xffffffffu;
@@ -83,7 +85,7 @@ class Engine::Impl {
       }
       pending_[op] = word;
     }
-    arrived_.assign(g_.instance_count(), 0);
+    instances_.assign(g_.instance_count(), InstanceState{});
     if (opt_.contention) {
       active_.resize(w_.rank_count());
     }
@@ -137,20 +139,18 @@ class Engine::Impl {
   }
 
   Time standalone_time(OpId op) const {
-    const InstanceId inst = g_.instance_of(op);
-    if (inst == kNoInstance) {
-      if (w_.duration_ns(op) != traces::kNoDuration) {
-        return Time::ns(w_.duration_ns(op));
-      }
-      return opt_.cost->standalone_time(w_, g_, op);
+    if (w_.duration_ns(op) != traces::kNoDuration) {
+      return Time::ns(w_.duration_ns(op));
     }
-    // Members may disagree (e.g. per-rank measurements): the slowest determines the end.
-    std::int64_t best = traces::kNoDuration;
-    for (OpId m : g_.members(inst)) {
-      best = std::max(best, w_.duration_ns(m));
-    }
-    if (best != traces::kNoDuration) {
-      return Time::ns(best);
+    return opt_.cost->standalone_time(w_, g_, op);
+  }
+
+  // Members may give different durations (e.g. per-rank measurements): the slowest determines
+  // the end. Collected as members arrive, so starting an instance need not visit them again.
+  Time instance_time(InstanceId inst) const {
+    const InstanceState& st = instances_[inst];
+    if (st.max_duration_ns != traces::kNoDuration) {
+      return Time::ns(st.max_duration_ns);
     }
     return opt_.cost->standalone_time(w_, g_, g_.members(inst).front());
   }
@@ -162,8 +162,8 @@ class Engine::Impl {
            ((std::uint64_t{op} << 1) | (is_end ? 1u : 0u));
   }
 
-  void record_start(OpId op) {
-    r_.ops[op].start = Time::ns(now_);
+  // Fingerprints and reports the start of `op`; the caller stores the time.
+  void note_start(OpId op) {
     fp_.add(record_word(op, false));
     if (!observers_.empty()) {
       for (SimObserver* o : observers_) {
@@ -223,7 +223,8 @@ class Engine::Impl {
       a.t_last = now_;
       a.subject = op;
       a.is_instance = false;
-      record_start(op);
+      r_.ops[op].start = Time::ns(now_);
+      note_start(op);
       if (opt_.contention) {
         add_active(w_.rank_of(op), op, false, slot);
         schedule(slot);
@@ -238,24 +239,28 @@ class Engine::Impl {
       refresh_rank(w_.rank_of(op));
     }
     const auto members = g_.members(inst);
-    if (++arrived_[inst] < members.size()) {
+    InstanceState& st = instances_[inst];
+    st.max_duration_ns = std::max(st.max_duration_ns, w_.duration_ns(op));
+    if (++st.arrived < members.size()) {
       return;
     }
-    // Everyone is here: the instance starts now.
+    // Everyone is here: the instance starts now. Members' start and alone times are stored when
+    // it ends, with their end (same cache line), so starting touches only the members list.
     const std::uint32_t slot = alloc_slot();
     Activity& a = slots_[slot];
-    const Time t = standalone_time(op);
+    const Time t = instance_time(inst);
+    st.start_ns = now_;
+    st.alone_ns = t.count_ns();
     a.remaining = static_cast<double>(t.count_ns());
     a.rate = 1.0;
     a.t_last = now_;
     a.subject = inst;
     a.is_instance = true;
     for (OpId m : members) {
-      r_.ops[m].alone = t;
-      record_start(m);
+      note_start(m);
     }
     if (opt_.contention) {
-      slots_[slot].factors.assign(members.size(), 1.0);
+      instance_factors_[inst].assign(members.size(), 1.0);
       schedule(slot);
       for (OpId m : members) {
         set_waiting(w_.rank_of(m), m, false, slot);
@@ -282,10 +287,14 @@ class Engine::Impl {
       return;
     }
     const auto members = g_.members(subject);
+    const InstanceState& st = instances_[subject];
     for (OpId m : members) {
+      r_.ops[m].start = Time::ns(st.start_ns);
+      r_.ops[m].alone = Time::ns(st.alone_ns);
       record_end(m);
     }
     if (opt_.contention) {
+      instance_factors_.erase(subject);
       for (OpId m : members) {
         remove_active(w_.rank_of(m), m);
         refresh_rank(w_.rank_of(m));
@@ -373,8 +382,9 @@ class Engine::Impl {
         const auto members = g_.members(a.subject);
         const auto pos = static_cast<std::size_t>(std::find(members.begin(), members.end(), op) -
                                                   members.begin());
-        a.factors[pos] = f;
-        rate = *std::min_element(a.factors.begin(), a.factors.end());
+        std::vector<double>& fs = instance_factors_[a.subject];
+        fs[pos] = f;
+        rate = *std::min_element(fs.begin(), fs.end());
       }
       set_rate(slot, rate);
     }
@@ -412,11 +422,18 @@ class Engine::Impl {
   static constexpr std::uint32_t kHasDependents = 1u << 30;
   static constexpr std::uint32_t kCountMask = kHasDependents - 1;
   std::vector<std::uint32_t> pending_;
-  std::vector<std::uint32_t> arrived_;  // launched members per instance
+  struct InstanceState {
+    std::int64_t max_duration_ns = traces::kNoDuration;  // over the members launched so far
+    std::int64_t start_ns = 0;
+    std::int64_t alone_ns = 0;
+    std::uint32_t arrived = 0;  // members launched so far
+  };
+  std::vector<InstanceState> instances_;
 
   // Contention state.
   std::vector<RankActive> active_;  // per rank
   std::vector<double> factors_;
+  std::unordered_map<InstanceId, std::vector<double>> instance_factors_;  // running instances
 };
 
 Engine::Engine(const Workload& w, const ExecutionGraph& graph, SimOptions options)

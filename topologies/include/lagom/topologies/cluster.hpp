@@ -1,0 +1,143 @@
+// A Cluster: the hardware graph built from a ClusterSpec (GPUs, NVSwitch planes, PCIe switches,
+// CPU sockets, NICs, network switches; links with class, per-direction bandwidth and latency)
+// and the queries the simulator asks of it: where a rank lives and which links a transfer
+// between two ranks crosses.
+//
+// Path types follow NCCL's topology code (nccl@v2.28.9-1 src/graph/topo.h; reference/nccl.md
+// §1-2): LOC same GPU, NVL over NVLink (directly or through an NVSwitch), PIX through one PCIe
+// switch, PXB through several PCIe switches without a CPU, PHB through a CPU's host bridge, SYS
+// across the CPU interconnect, NET across the network. Lower is better; the numeric values are
+// NCCL's, so `static_cast<int>(t)` can be compared with NCCL's logs.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lagom/topologies/cluster_spec.hpp"
+
+namespace lagom::topologies {
+
+enum class PathType : int {
+  kLoc = 0,
+  kNvl = 1,
+  kNvb = 2,  // NVLink through an intermediate GPU (never produced: GPUs do not forward here)
+  kC2c = 3,
+  kPix = 4,
+  kPxb = 5,
+  kP2c = 6,
+  kPxn = 7,
+  kPhb = 8,
+  kSys = 9,
+  kNet = 10,
+};
+
+enum class LinkClass { kNvlink, kPcie, kCpuInterconnect, kNetwork };
+
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kNetworkSwitch };
+
+// One vertex of the graph. `node` is -1 for network switches; `index` is the local GPU, NIC,
+// socket or switch number within the node (for network switches: the rail of a leaf, or -1 for
+// the spine / the single switch).
+struct Endpoint {
+  VertexKind kind = VertexKind::kGpu;
+  int node = -1;
+  int index = -1;
+  auto operator<=>(const Endpoint&) const = default;
+};
+
+// One physical link (or a bundle of `count` identical links, e.g. 18 NVLinks to the switch
+// plane). Links are full duplex: `bandwidth_GBps` is available in each direction.
+struct Link {
+  std::size_t id = 0;
+  Endpoint a;
+  Endpoint b;
+  LinkClass link_class = LinkClass::kPcie;
+  double bandwidth_GBps = 0;  // per direction, all `count` links together
+  double latency_us = 0;
+  int count = 1;
+};
+
+// One link as a transfer crosses it, in the direction of travel.
+struct Hop {
+  std::size_t link_id = 0;
+  Endpoint from;
+  Endpoint to;
+  LinkClass link_class = LinkClass::kPcie;
+  double bandwidth_GBps = 0;
+  double latency_us = 0;
+};
+
+struct CommunicatorInfo;  // communicator.hpp
+
+struct GpuLocation {
+  int node = 0;
+  int local = 0;  // GPU index within its node
+};
+
+struct Path {
+  int from_rank = 0;
+  int to_rank = 0;
+  PathType type = PathType::kLoc;
+  std::vector<Hop> hops;          // in order from `from_rank` to `to_rank`; empty for LOC
+  double bottleneck_GBps = 0;     // min over hops; +infinity for LOC (nothing is crossed)
+  std::optional<LinkClass> bottleneck_class;  // the class of the slowest hop; none for LOC
+  double latency_us = 0;          // sum over hops
+};
+
+class Cluster {
+ public:
+  // Validates `spec` (lagom::Error if it is inconsistent) and builds the graph.
+  explicit Cluster(ClusterSpec spec);
+  ~Cluster();
+  Cluster(const Cluster&);
+  Cluster& operator=(const Cluster&);
+  Cluster(Cluster&&) noexcept;
+  Cluster& operator=(Cluster&&) noexcept;
+
+  const ClusterSpec& spec() const;
+  const std::string& name() const { return spec().name; }
+  int nodes() const { return spec().nodes; }
+  int gpus_per_node() const { return spec().gpus_per_node; }
+  int gpu_count() const { return spec().gpu_count(); }
+
+  // Rank r lives on node r / gpus_per_node, local GPU r % gpus_per_node. lagom::Error if r is
+  // not a rank of this cluster.
+  GpuLocation locate(int rank) const;
+
+  // The links a transfer from rank `a` to rank `b` crosses, its NCCL path type and bottleneck.
+  // Inside a node the path is the one with the fewest hops (then the widest), never forwarded
+  // through another GPU; across nodes it is GPU -> its NIC -> fabric -> the peer's NIC -> GPU.
+  Path path(int a, int b) const;
+
+  // The whole graph, for reports and tests. Vertices and links are numbered densely.
+  std::size_t vertex_count() const;
+  std::size_t link_count() const;
+  Endpoint vertex(std::size_t v) const;
+  Link link(std::size_t id) const;
+
+  // The NIC (local index) that carries local GPU `local`'s inter-node traffic; lagom::Error if
+  // the cluster has no NICs.
+  int nic_of(int local) const;
+
+  struct Impl;
+
+ private:
+  friend CommunicatorInfo describe_communicator(const Cluster& cluster,
+                                                std::span<const int> ranks);
+  std::shared_ptr<const Impl> impl_;  // immutable once built, so copies share it
+};
+
+// load_cluster_spec() + Cluster(spec): a preset name or a file, with an optional node count.
+Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes = {});
+
+std::string_view to_string(PathType type);    // "NVL", "PIX", ...
+std::string_view to_string(LinkClass cls);    // "nvlink", "pcie", "cpu-interconnect", "network"
+std::string_view to_string(VertexKind kind);  // "gpu", "nvswitch", ...
+std::string describe(const Endpoint& e);      // "node0/gpu3", "node1/nic0", "leaf2", "spine"
+
+}  // namespace lagom::topologies

@@ -1,0 +1,159 @@
+// The cluster description as plain data (format v1, docs/formats/cluster.md), its strict JSON
+// reader, and the embedded presets.
+//
+// A ClusterSpec says what hardware a cluster has: GPU type, GPUs per node, the intra-node fabric
+// (NVSwitch, NVLink bridges between GPU pairs, or PCIe only), the PCIe switch tree and CPU
+// sockets, the NICs and their GPU affinity, the inter-node switch fabric and the node count.
+// Per-GPU numbers (SMs, HBM bandwidth, peak rates) are not here: they live in the hardware
+// profile (calibrate/). Every number carries a source id that `sources` resolves to a citation.
+//
+// Bandwidths are per direction, in GB/s (1 GB/s = 1e9 B/s, as nccl-tests); NIC speeds are in
+// Gb/s as vendors quote them; latencies are in microseconds.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lagom::topologies {
+
+inline constexpr std::string_view kClusterFormat = "lagom.cluster";
+inline constexpr int kClusterVersion = 1;
+
+enum class IntraNodeKind {
+  kNvSwitch,     // every GPU has NVLinks to an NVSwitch plane (DGX/HGX)
+  kNvLinkPairs,  // NVLink bridges join GPU pairs; everything else crosses PCIe (A40, RTX)
+  kPcie,         // no NVLink: GPUs talk over PCIe
+};
+
+enum class NicAffinity {
+  kRailOptimized,  // one NIC per GPU; NIC i serves GPU i and sits on rail i
+  kShared,         // each NIC serves several GPUs
+};
+
+enum class FabricKind {
+  kRailOptimized,  // one leaf switch per rail (NIC index), leaves joined by a spine
+  kSingleSwitch,   // every NIC on one non-blocking switch (or a fabric that acts like one)
+};
+
+enum class CpuVendor { kIntel, kAmd, kOther };
+
+struct NvLinkSpec {
+  int generation = 0;
+  int links_per_gpu = 0;            // NVLink links from one GPU (to the switch plane or its pair)
+  double link_bandwidth_GBps = 0;   // one link, one direction
+  double latency_us = 0;            // one NVLink hop (GPU-switch or GPU-GPU)
+};
+
+struct NvSwitchSpec {
+  int chips = 0;      // physical NVSwitch chips; the graph models them as one switch plane
+  bool nvls = false;  // NVLink SHARP (multicast/reduction in the switch), Hopper and later
+};
+
+struct IntraNodeSpec {
+  IntraNodeKind kind = IntraNodeKind::kPcie;
+  std::optional<NvLinkSpec> nvlink;                // kNvSwitch and kNvLinkPairs
+  std::optional<NvSwitchSpec> nvswitch;            // kNvSwitch only
+  std::vector<std::pair<int, int>> pairs;          // kNvLinkPairs only: bridged local GPUs
+  std::vector<std::string> sources;
+};
+
+// A PCIe switch; `upstream` is another switch id or a CPU socket "cpu<N>".
+struct PcieSwitchSpec {
+  std::string id;
+  std::string upstream;
+};
+
+struct PcieSpec {
+  int generation = 0;
+  int lanes = 0;                    // width of every GPU, NIC and switch uplink (x16 typically)
+  double link_bandwidth_GBps = 0;   // one link, one direction
+  double latency_us = 0;            // one PCIe link
+  std::vector<PcieSwitchSpec> switches;
+  std::vector<std::string> gpu_attach;  // per local GPU: a switch id or "cpu<N>"
+  std::vector<std::string> sources;
+};
+
+struct CpuSpec {
+  int sockets = 0;  // CPU sockets (NCCL's CPU nodes); PCIe trees hang off them
+  CpuVendor vendor = CpuVendor::kOther;
+  std::string model;
+  std::string interconnect;                  // "UPI", "xGMI", ...
+  double interconnect_bandwidth_GBps = 0;    // GPU peer traffic across sockets, one direction
+  double interconnect_latency_us = 0;
+  std::vector<std::string> sources;
+};
+
+struct NicSpec {
+  std::string attach;     // a switch id or "cpu<N>"
+  std::vector<int> gpus;  // local GPUs whose inter-node traffic uses this NIC
+};
+
+struct FabricSpec {
+  FabricKind kind = FabricKind::kSingleSwitch;
+  std::string switch_model;
+  double oversubscription = 1.0;  // rail-optimized only: leaf-to-spine taper (>= 1)
+  double latency_us = 0;          // one network link (NIC-switch or switch-switch)
+};
+
+struct NetworkSpec {
+  std::string technology;  // "InfiniBand NDR", ...
+  std::string nic_model;
+  double nic_speed_Gbps = 0;
+  NicAffinity affinity = NicAffinity::kRailOptimized;
+  std::vector<NicSpec> nics;  // per node; empty only for single-node clusters
+  FabricSpec fabric;
+  std::vector<std::string> sources;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  std::string origin;  // where it came from: a file path or "preset:<name>" (for messages)
+  std::string gpu_type;
+  int compute_capability = 0;  // e.g. 90 for H100; selects NCCL's per-architecture constants
+  std::vector<std::string> gpu_sources;
+  int gpus_per_node = 0;
+  int nodes = 0;
+  std::vector<std::string> nodes_sources;
+  IntraNodeSpec intra_node;
+  PcieSpec pcie;
+  CpuSpec cpu;
+  NetworkSpec network;
+  std::map<std::string, std::string> sources;  // id -> citation
+  std::vector<std::string> assumptions;
+
+  int gpu_count() const { return gpus_per_node * nodes; }
+  // NIC bandwidth per direction in GB/s (Gb/s / 8).
+  double nic_bandwidth_GBps() const { return network.nic_speed_Gbps / 8.0; }
+};
+
+// Largest node count a cluster may have (keeps graphs of 16k-GPU clusters in a few MB and
+// rejects typos such as --nodes 1000000).
+inline constexpr int kMaxNodes = 65536;
+
+// Parses a cluster document. `origin` names it in error messages. Throws lagom::Error naming the
+// origin, the JSON path (e.g. "network.nics[2].gpus[0]") and what was expected.
+ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin);
+
+// Checks the cross-field rules (ids resolve, NIC affinities cover every GPU once, the switch
+// tree has no cycle, sources are cited...). parse_cluster_json() calls it; call it again after
+// editing a spec in code. Throws lagom::Error as parse_cluster_json() does.
+void validate(const ClusterSpec& spec);
+
+// The embedded preset names, sorted ("a40-nvlink", "dgx-h100", ...).
+std::vector<std::string> list_cluster_presets();
+
+// A preset by name, or a file when `name_or_path` contains '/' or ends in ".json". `nodes`
+// overrides the node count (presets describe one node). Unknown preset names list the known
+// ones. Throws lagom::Error.
+ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes = {});
+
+std::string_view to_string(IntraNodeKind kind);
+std::string_view to_string(NicAffinity affinity);
+std::string_view to_string(FabricKind kind);
+std::string_view to_string(CpuVendor vendor);
+
+}  // namespace lagom::topologies
