@@ -78,19 +78,19 @@ struct NcclGraphInfo {
 
 // Communicator-wide environment variables that the model reads. Defaults are NCCL's.
 struct NcclEnv {
-  int nthreads = -2;         // NCCL_NTHREADS (-2: auto)
-  int ll128_nthreads = -2;   // NCCL_LL128_NTHREADS
-  std::int64_t buffsize_bytes = 1 << 22;         // NCCL_BUFFSIZE (Simple)
-  std::int64_t ll_buffsize_bytes = 524288;       // NCCL_LL_BUFFSIZE: 8 lines * 512 thr * 8 * 16 B
-  std::int64_t ll128_buffsize_bytes = 4915200;   // NCCL_LL128_BUFFSIZE: 120 * 640 * 8 * 8 B
-  std::int64_t nvls_chunk_bytes = 128 * 1024;    // NCCL_NVLS_CHUNKSIZE
-  std::int64_t nvlstree_max_chunk_bytes = -2;    // NCCL_NVLSTREE_MAX_CHUNKSIZE (-2: auto)
-  std::int64_t p2p_nvl_chunk_bytes = 1 << 19;    // NCCL_P2P_NVL_CHUNKSIZE
-  std::int64_t p2p_pci_chunk_bytes = 1 << 17;    // NCCL_P2P_PCI_CHUNKSIZE
-  std::int64_t p2p_net_chunk_bytes = 1 << 17;    // NCCL_P2P_NET_CHUNKSIZE
-  std::int64_t p2p_ll_threshold_bytes = 16384;   // NCCL_P2P_LL_THRESHOLD
-  std::int64_t chunk_size_bytes = 0;             // NCCL_CHUNK_SIZE (p2p only; 0: off)
-  bool alloc_p2p_net_ll_buffers = false;         // NCCL_ALLOC_P2P_NET_LL_BUFFERS
+  int nthreads = -2;                            // NCCL_NTHREADS (-2: auto)
+  int ll128_nthreads = -2;                      // NCCL_LL128_NTHREADS
+  std::int64_t buffsize_bytes = 1 << 22;        // NCCL_BUFFSIZE (Simple)
+  std::int64_t ll_buffsize_bytes = 524288;      // NCCL_LL_BUFFSIZE: 8 lines * 512 thr * 8 * 16 B
+  std::int64_t ll128_buffsize_bytes = 4915200;  // NCCL_LL128_BUFFSIZE: 120 * 640 * 8 * 8 B
+  std::int64_t nvls_chunk_bytes = 128 * 1024;   // NCCL_NVLS_CHUNKSIZE
+  std::int64_t nvlstree_max_chunk_bytes = -2;   // NCCL_NVLSTREE_MAX_CHUNKSIZE (-2: auto)
+  std::int64_t p2p_nvl_chunk_bytes = 1 << 19;   // NCCL_P2P_NVL_CHUNKSIZE
+  std::int64_t p2p_pci_chunk_bytes = 1 << 17;   // NCCL_P2P_PCI_CHUNKSIZE
+  std::int64_t p2p_net_chunk_bytes = 1 << 17;   // NCCL_P2P_NET_CHUNKSIZE
+  std::int64_t p2p_ll_threshold_bytes = 16384;  // NCCL_P2P_LL_THRESHOLD
+  std::int64_t chunk_size_bytes = 0;            // NCCL_CHUNK_SIZE (p2p only; 0: off)
+  bool alloc_p2p_net_ll_buffers = false;        // NCCL_ALLOC_P2P_NET_LL_BUFFERS
   double net_overhead_us = -1.0;  // NCCL_NET_OVERHEAD in µs (-1: 1.0 Intel/other, 2.0 AMD x86)
   bool ll128_c2c = true;          // NCCL_LL128_C2C
   int pat_enable = 2;             // NCCL_PAT_ENABLE (2: auto)
@@ -101,8 +101,8 @@ struct NcclEnv {
 // What NCCL knows about one communicator when it tunes (fields of ncclComm and its graphs).
 // Fields documented "0: derive" are computed from the others as NCCL does at init.
 struct NcclCommInfo {
-  int compcap = 90;      // minCompCap: 70, 80, 86, 90, 100, ...
-  int max_compcap = 0;   // maxCompCap (0: same as compcap)
+  int compcap = 90;     // minCompCap: 70, 80, 86, 90, 100, ...
+  int max_compcap = 0;  // maxCompCap (0: same as compcap)
   int nranks = 8;
   int nnodes = 1;
   int max_local_ranks = 0;  // ranks on the fullest node (0: nranks / nnodes)
@@ -117,9 +117,9 @@ struct NcclCommInfo {
   NcclGraphInfo collnet_direct;
   NcclGraphInfo collnet_chain;
   NcclGraphInfo nvls;
-  bool tree_unbalanced = false;  // maxTreePattern == NCCL_TOPO_PATTERN_TREE (Tree bw * 0.85)
-  bool has_nvswitch = false;     // ncclTopoGetNvsCount > 0 (needed by CollNetDirect)
-  bool all_nvlink = false;       // comm->isAllNvlink (p2p chunk: NVL vs PCI)
+  bool tree_unbalanced = false;     // maxTreePattern == NCCL_TOPO_PATTERN_TREE (Tree bw * 0.85)
+  bool has_nvswitch = false;        // ncclTopoGetNvsCount > 0 (needed by CollNetDirect)
+  bool all_nvlink = false;          // comm->isAllNvlink (p2p chunk: NVL vs PCI)
   bool net_device_offload = false;  // netDeviceType != HOST (disables auto PAT)
   bool unpack_net_device = false;   // netDeviceType == UNPACK (channel doubling, multi-node)
   // Collective channels (comm->nChannels; 0: derive from the ring graph as ncclTopoPostset:
