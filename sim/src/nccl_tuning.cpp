@@ -473,8 +473,13 @@ NcclTables nccl_tune_model(const NcclCommInfo& info) {
   const NcclCommInfo& c = t.comm;
   const TunerConstants& k = kNcclTunerConstants;
   double hw_lat[3][kAlgorithmCount][kProtocolCount];
-  std::copy(&k.hw_latency_us[0][0][0], &k.hw_latency_us[0][0][0] + 3 * kAlgorithmCount * 3,
-            &hw_lat[0][0][0]);
+  for (int h = 0; h < 3; ++h) {
+    for (int a = 0; a < kAlgorithmCount; ++a) {
+      for (int p = 0; p < kProtocolCount; ++p) {
+        hw_lat[h][a][p] = k.hw_latency_us[h][a][p];
+      }
+    }
+  }
   const int ring = index_of(Algorithm::kRing);
   const int tree = index_of(Algorithm::kTree);
   const int simple = index_of(Protocol::kSimple);
@@ -872,7 +877,7 @@ std::int64_t coll_chunk_bytes(const NcclTables& t, CollKind coll, Algorithm algo
     }
   } else if (algo == Algorithm::kCollNetChain) {
     step_size = c.env.buffsize_bytes / kSteps;
-    chunk = std::min<std::int64_t>(256 * 1024, step_size * chunk_steps);
+    chunk = std::min<std::int64_t>(std::int64_t{256} * 1024, step_size * chunk_steps);
     const std::int64_t depth = ppn_int(c);  // collnetChain.depth = nRanks / nNodes
     while (nbytes / (nch * chunk) < depth * 64 && chunk > 131072) {
       chunk /= 2;
@@ -924,9 +929,12 @@ std::int64_t coll_chunk_bytes(const NcclTables& t, CollKind coll, Algorithm algo
     const float ppn = static_cast<float>(c.nranks) / static_cast<float>(c.nnodes);
     const float nsteps_ll128 =
         static_cast<float>(1 + static_cast<double>(log2i(c.nnodes)) + 0.1 * ppn);
+    // NCCL divides in integers on the left-hand side on purpose ("coverity[integer_division]").
+    // NOLINTNEXTLINE(bugprone-integer-division)
     while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 64 / ppn && chunk > 131072) {
       chunk /= 2;
     }
+    // NOLINTNEXTLINE(bugprone-integer-division)
     while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 16 / ppn && chunk > 32768) {
       chunk /= 2;
     }

@@ -83,7 +83,7 @@ struct NcclEnv {
   std::int64_t buffsize_bytes = 1 << 22;        // NCCL_BUFFSIZE (Simple)
   std::int64_t ll_buffsize_bytes = 524288;      // NCCL_LL_BUFFSIZE: 8 lines * 512 thr * 8 * 16 B
   std::int64_t ll128_buffsize_bytes = 4915200;  // NCCL_LL128_BUFFSIZE: 120 * 640 * 8 * 8 B
-  std::int64_t nvls_chunk_bytes = 128 * 1024;   // NCCL_NVLS_CHUNKSIZE
+  std::int64_t nvls_chunk_bytes = 131072;       // NCCL_NVLS_CHUNKSIZE (128 KiB)
   std::int64_t nvlstree_max_chunk_bytes = -2;   // NCCL_NVLSTREE_MAX_CHUNKSIZE (-2: auto)
   std::int64_t p2p_nvl_chunk_bytes = 1 << 19;   // NCCL_P2P_NVL_CHUNKSIZE
   std::int64_t p2p_pci_chunk_bytes = 1 << 17;   // NCCL_P2P_PCI_CHUNKSIZE
@@ -190,9 +190,12 @@ struct NcclChoice {
 // The default for a collective of `nbytes` (see the byte-count convention above).
 // AllToAll and SendRecv are outside NCCL's tuner: they get algo = Ring (by our convention: a
 // p2p schedule), LL or Simple by NCCL_P2P_LL_THRESHOLD, 640 threads, and NCCL's p2p chunk and
-// per-peer channel split; AllToAll's nchannels counts the CTAs of all its nRanks-1 peer
-// exchanges (at most p2p_nchannels). Throws lagom::Error for nbytes < 0 or when NCCL would find
-// no algorithm ("no algorithm/protocol available").
+// per-peer channel split. A SendRecv in a multi-node communicator is taken to cross the network
+// (no LL buffers on network p2p connections). AllToAll's nchannels counts the CTAs of all its
+// nRanks rounds (one per peer offset, the self copy included; channel bases as on one node),
+// at most p2p_nchannels. One rank: NCCL copies locally (ncclLaunchOneRank); we report a
+// 1-channel Ring/Simple config and 0 us. Throws lagom::Error for nbytes < 0 or when NCCL would
+// find no algorithm ("no algorithm/protocol available").
 NcclChoice nccl_choose(const NcclTables& tables, CollKind coll, std::int64_t nbytes);
 CommConfig nccl_default_config(const NcclCommInfo& info, CollKind coll, std::int64_t nbytes);
 
