@@ -42,7 +42,7 @@ enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kNetworkSwitch
 
 // One vertex of the graph. `node` is -1 for network switches; `index` is the local GPU, NIC,
 // socket or switch number within the node (for network switches: the rail of a leaf, or -1 for
-// the spine / the single switch).
+// the core switch: the spine of a rail-optimized fabric or the single switch).
 struct Endpoint {
   VertexKind kind = VertexKind::kGpu;
   int node = -1;
@@ -83,10 +83,10 @@ struct Path {
   int from_rank = 0;
   int to_rank = 0;
   PathType type = PathType::kLoc;
-  std::vector<Hop> hops;          // in order from `from_rank` to `to_rank`; empty for LOC
-  double bottleneck_GBps = 0;     // min over hops; +infinity for LOC (nothing is crossed)
+  std::vector<Hop> hops;       // in order from `from_rank` to `to_rank`; empty for LOC
+  double bottleneck_GBps = 0;  // min over hops; +infinity for LOC (nothing is crossed)
   std::optional<LinkClass> bottleneck_class;  // the class of the slowest hop; none for LOC
-  double latency_us = 0;          // sum over hops
+  double latency_us = 0;                      // sum over hops
 };
 
 class Cluster {
@@ -120,15 +120,17 @@ class Cluster {
   Endpoint vertex(std::size_t v) const;
   Link link(std::size_t id) const;
 
+  // A readable name: "node0/gpu3", "node0/pcie:sw2", "node1/nic0", "leaf3", "spine", "switch".
+  std::string name_of(const Endpoint& e) const;
+
   // The NIC (local index) that carries local GPU `local`'s inter-node traffic; lagom::Error if
   // the cluster has no NICs.
   int nic_of(int local) const;
 
-  struct Impl;
+  struct Impl;  // internal (topologies/src/cluster_impl.hpp)
 
  private:
-  friend CommunicatorInfo describe_communicator(const Cluster& cluster,
-                                                std::span<const int> ranks);
+  friend CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const int> ranks);
   std::shared_ptr<const Impl> impl_;  // immutable once built, so copies share it
 };
 
@@ -138,6 +140,6 @@ Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes = {
 std::string_view to_string(PathType type);    // "NVL", "PIX", ...
 std::string_view to_string(LinkClass cls);    // "nvlink", "pcie", "cpu-interconnect", "network"
 std::string_view to_string(VertexKind kind);  // "gpu", "nvswitch", ...
-std::string describe(const Endpoint& e);      // "node0/gpu3", "node1/nic0", "leaf2", "spine"
+std::string describe(const Endpoint& e);      // "node0/gpu3", "node1/nic0", "leaf2", "core-switch"
 
 }  // namespace lagom::topologies

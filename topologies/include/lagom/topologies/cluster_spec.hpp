@@ -42,9 +42,9 @@ enum class CpuVendor { kIntel, kAmd, kOther };
 
 struct NvLinkSpec {
   int generation = 0;
-  int links_per_gpu = 0;            // NVLink links from one GPU (to the switch plane or its pair)
-  double link_bandwidth_GBps = 0;   // one link, one direction
-  double latency_us = 0;            // one NVLink hop (GPU-switch or GPU-GPU)
+  int links_per_gpu = 0;           // NVLink links from one GPU (to the switch plane or its pair)
+  double link_bandwidth_GBps = 0;  // one link, one direction
+  double latency_us = 0;           // one NVLink hop (GPU-switch or GPU-GPU)
 };
 
 struct NvSwitchSpec {
@@ -54,9 +54,9 @@ struct NvSwitchSpec {
 
 struct IntraNodeSpec {
   IntraNodeKind kind = IntraNodeKind::kPcie;
-  std::optional<NvLinkSpec> nvlink;                // kNvSwitch and kNvLinkPairs
-  std::optional<NvSwitchSpec> nvswitch;            // kNvSwitch only
-  std::vector<std::pair<int, int>> pairs;          // kNvLinkPairs only: bridged local GPUs
+  std::optional<NvLinkSpec> nvlink;        // kNvSwitch and kNvLinkPairs
+  std::optional<NvSwitchSpec> nvswitch;    // kNvSwitch only
+  std::vector<std::pair<int, int>> pairs;  // kNvLinkPairs only: bridged local GPUs
   std::vector<std::string> sources;
 };
 
@@ -68,9 +68,9 @@ struct PcieSwitchSpec {
 
 struct PcieSpec {
   int generation = 0;
-  int lanes = 0;                    // width of every GPU, NIC and switch uplink (x16 typically)
-  double link_bandwidth_GBps = 0;   // one link, one direction
-  double latency_us = 0;            // one PCIe link
+  int lanes = 0;                   // width of every GPU, NIC and switch uplink (x16 typically)
+  double link_bandwidth_GBps = 0;  // one link, one direction
+  double latency_us = 0;           // one PCIe link
   std::vector<PcieSwitchSpec> switches;
   std::vector<std::string> gpu_attach;  // per local GPU: a switch id or "cpu<N>"
   std::vector<std::string> sources;
@@ -80,8 +80,8 @@ struct CpuSpec {
   int sockets = 0;  // CPU sockets (NCCL's CPU nodes); PCIe trees hang off them
   CpuVendor vendor = CpuVendor::kOther;
   std::string model;
-  std::string interconnect;                  // "UPI", "xGMI", ...
-  double interconnect_bandwidth_GBps = 0;    // GPU peer traffic across sockets, one direction
+  std::string interconnect;                // "UPI", "xGMI", ...
+  double interconnect_bandwidth_GBps = 0;  // GPU peer traffic across sockets, one direction
   double interconnect_latency_us = 0;
   std::vector<std::string> sources;
 };

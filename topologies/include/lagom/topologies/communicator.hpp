@@ -32,7 +32,7 @@ namespace lagom::topologies {
 //   (NVLSTree) also the node's NICs.
 struct AlgorithmPaths {
   bool available = false;
-  std::vector<LinkClass> link_classes;      // sorted, unique; empty if nothing is crossed
+  std::vector<LinkClass> link_classes;        // sorted, unique; empty if nothing is crossed
   std::optional<LinkClass> bottleneck_class;  // none when nothing is crossed (one rank)
   double bottleneck_GBps = 0;                 // per GPU per direction; +infinity if none
 };

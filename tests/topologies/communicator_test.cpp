@@ -1,0 +1,249 @@
+// describe_communicator(): spread over nodes, intra/inter bandwidths, per-algorithm bottlenecks
+// and the NCCL search estimate, with the expected values derived here from the presets.
+#include "lagom/topologies/communicator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "test_util.hpp"
+
+namespace lagom::topologies {
+namespace {
+
+using test::error_of;
+
+std::vector<int> iota(int n, int from = 0) {
+  std::vector<int> r(static_cast<std::size_t>(n));
+  std::iota(r.begin(), r.end(), from);
+  return r;
+}
+
+double gpu_nvlink_GBps(const ClusterSpec& s) {
+  return s.intra_node.nvlink->links_per_gpu * s.intra_node.nvlink->link_bandwidth_GBps;
+}
+
+std::vector<LinkClass> classes(std::initializer_list<LinkClass> c) {
+  return c;
+}
+
+TEST(Communicator, OneDgxH100Node) {
+  const Cluster c = load_cluster("dgx-h100");
+  const CommunicatorInfo i = describe_communicator(c, iota(8));
+  EXPECT_EQ(i.nranks, 8);
+  EXPECT_EQ(i.nnodes, 1);
+  EXPECT_EQ(i.ranks_per_node_max, 8);
+  EXPECT_EQ(i.ranks_per_node_min, 8);
+  EXPECT_TRUE(i.uniform);
+  // Every ring step goes GPU -> NVSwitch -> GPU; each GPU's 18 x 25 GB/s carries one stream.
+  EXPECT_EQ(i.intra_path_type, PathType::kNvl);
+  EXPECT_DOUBLE_EQ(i.intra_bw_GBps, gpu_nvlink_GBps(c.spec()));
+  EXPECT_DOUBLE_EQ(i.intra_bw_GBps, 450.0);
+  EXPECT_EQ(i.intra_bottleneck_class, LinkClass::kNvlink);
+  EXPECT_EQ(i.inter_bw_GBps, 0.0);
+  EXPECT_EQ(i.nic_path_type, PathType::kLoc);
+  EXPECT_TRUE(i.nvls_available);
+  for (const AlgorithmPaths* a : {&i.ring, &i.tree, &i.nvls}) {
+    EXPECT_TRUE(a->available);
+    EXPECT_EQ(a->link_classes, classes({LinkClass::kNvlink}));
+    EXPECT_EQ(a->bottleneck_class, LinkClass::kNvlink);
+    EXPECT_DOUBLE_EQ(a->bottleneck_GBps, 450.0);
+  }
+}
+
+TEST(Communicator, TwoDgxH100Nodes) {
+  const Cluster c = load_cluster("dgx-h100", 2);
+  const ClusterSpec& s = c.spec();
+  const CommunicatorInfo i = describe_communicator(c, iota(16));
+  EXPECT_EQ(i.nnodes, 2);
+  EXPECT_EQ(i.ranks_per_node_max, 8);
+  EXPECT_DOUBLE_EQ(i.intra_bw_GBps, gpu_nvlink_GBps(s));
+  // One 400 Gb/s NIC per GPU (rail-optimized), and its PCIe Gen5 path (64 GB/s) is wider.
+  const double nic_GBps = s.network.nic_speed_Gbps / 8.0;
+  EXPECT_DOUBLE_EQ(i.inter_bw_GBps, nic_GBps);
+  EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(i.nic_path_type, PathType::kPix);
+  // The ring leaves each node once per ring: the 8 NICs together (400 GB/s) limit it below
+  // NVLink's 450 GB/s.
+  const auto three = classes({LinkClass::kNvlink, LinkClass::kPcie, LinkClass::kNetwork});
+  EXPECT_EQ(i.ring.link_classes, three);
+  EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, std::min(gpu_nvlink_GBps(s), 8 * nic_GBps));
+  EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(i.tree.link_classes, three);
+  EXPECT_TRUE(i.nvls_available);  // NVLSTree across nodes
+  EXPECT_EQ(i.nvls.link_classes, three);
+  EXPECT_DOUBLE_EQ(i.nvls.bottleneck_GBps, 400.0);
+}
+
+TEST(Communicator, OneRankPerNode) {
+  const Cluster c = load_cluster("dgx-h100", 4);
+  const std::vector<int> ranks = {0, 8, 16, 24};
+  const CommunicatorInfo i = describe_communicator(c, ranks);
+  EXPECT_EQ(i.nnodes, 4);
+  EXPECT_EQ(i.ranks_per_node_max, 1);
+  EXPECT_EQ(i.intra_path_type, PathType::kLoc);
+  EXPECT_TRUE(std::isinf(i.intra_bw_GBps));
+  EXPECT_FALSE(i.intra_bottleneck_class.has_value());
+  EXPECT_FALSE(i.nvls_available);
+  EXPECT_FALSE(i.nvls.available);
+  EXPECT_EQ(i.ring.link_classes, classes({LinkClass::kPcie, LinkClass::kNetwork}));
+  EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, 50.0);
+}
+
+TEST(Communicator, UnevenNodes) {
+  const Cluster c = load_cluster("dgx-a100", 2);
+  const std::vector<int> ranks = {9, 0, 1, 2};
+  const CommunicatorInfo i = describe_communicator(c, ranks);
+  EXPECT_EQ(i.nranks, 4);
+  EXPECT_EQ(i.nnodes, 2);
+  EXPECT_EQ(i.ranks_per_node_max, 3);
+  EXPECT_EQ(i.ranks_per_node_min, 1);
+  EXPECT_FALSE(i.uniform);
+  EXPECT_FALSE(i.nvls_available);  // A100: no NVLink SHARP
+  // GPU and NIC are two switch levels apart on DGX A100.
+  EXPECT_EQ(i.nic_path_type, PathType::kPxb);
+  // Node 1 holds one rank, whose NIC (25 GB/s) is all the ring gets there.
+  EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, 200.0 / 8.0);
+}
+
+TEST(Communicator, A40NvlinkOneNode) {
+  const Cluster c = load_cluster("a40-nvlink");
+  const ClusterSpec& s = c.spec();
+  const CommunicatorInfo i = describe_communicator(c, iota(8));
+  // Ring 0-1-...-7-0: 0-1, 2-3, 4-5, 6-7 over bridges, 1-2 and 5-6 through a root complex,
+  // 3-4 and 7-0 across xGMI, once each way: the socket link is the bottleneck.
+  EXPECT_EQ(i.intra_path_type, PathType::kSys);
+  EXPECT_DOUBLE_EQ(i.intra_bw_GBps, s.cpu.interconnect_bandwidth_GBps);
+  EXPECT_EQ(i.intra_bottleneck_class, LinkClass::kCpuInterconnect);
+  EXPECT_EQ(i.ring.link_classes,
+            classes({LinkClass::kNvlink, LinkClass::kPcie, LinkClass::kCpuInterconnect}));
+  EXPECT_FALSE(i.nvls_available);
+  EXPECT_FALSE(i.nvls.available);
+
+  // One socket's four GPUs: the bridges and one switch uplink each way per pair.
+  const CommunicatorInfo half = describe_communicator(c, iota(4));
+  EXPECT_EQ(half.intra_path_type, PathType::kPhb);
+  EXPECT_DOUBLE_EQ(half.intra_bw_GBps, s.pcie.link_bandwidth_GBps);
+  EXPECT_EQ(half.ring.link_classes, classes({LinkClass::kNvlink, LinkClass::kPcie}));
+
+  // A bridged pair alone: NVLink only.
+  const std::vector<int> pair = {4, 5};
+  const CommunicatorInfo p = describe_communicator(c, pair);
+  EXPECT_EQ(p.intra_path_type, PathType::kNvl);
+  EXPECT_DOUBLE_EQ(p.intra_bw_GBps, gpu_nvlink_GBps(s));
+}
+
+TEST(Communicator, A40PcieVersusNvlink) {
+  const Cluster b = load_cluster("a40-pcie");
+  const std::vector<int> pair = {4, 5};
+  const CommunicatorInfo p = describe_communicator(b, pair);
+  EXPECT_EQ(p.intra_path_type, PathType::kPix);
+  EXPECT_DOUBLE_EQ(p.intra_bw_GBps, b.spec().pcie.link_bandwidth_GBps);
+  EXPECT_EQ(p.ring.link_classes, classes({LinkClass::kPcie}));
+  EXPECT_EQ(describe_communicator(b, iota(8)).intra_path_type, PathType::kSys);
+}
+
+TEST(Communicator, A40ClustersAcrossTwoNodes) {
+  {
+    const Cluster a = load_cluster("a40-nvlink", 2);
+    const ClusterSpec& s = a.spec();
+    const CommunicatorInfo i = describe_communicator(a, iota(16));
+    // Each NIC: min(400 Gb/s = 50 GB/s, Gen4 x16 slot = 32 GB/s), shared by 4 GPUs.
+    const double nic_eff = std::min(s.network.nic_speed_Gbps / 8.0, s.pcie.link_bandwidth_GBps);
+    EXPECT_DOUBLE_EQ(i.inter_bw_GBps, nic_eff / 4);
+    EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kPcie);
+    // The ring: min(xGMI 16, both NICs 64) -> the socket link.
+    EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps,
+                     std::min(s.cpu.interconnect_bandwidth_GBps, 2 * nic_eff));
+    EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kCpuInterconnect);
+    // GPUs 2 and 3 reach their NIC (on sw0) through the root complex.
+    EXPECT_EQ(i.nic_path_type, PathType::kPhb);
+  }
+  {
+    const Cluster b = load_cluster("a40-pcie", 2);
+    const ClusterSpec& s = b.spec();
+    const CommunicatorInfo i = describe_communicator(b, iota(16));
+    const double nic_GBps = s.network.nic_speed_Gbps / 8.0;  // 12.5 GB/s for 8 GPUs
+    EXPECT_DOUBLE_EQ(i.inter_bw_GBps, nic_GBps / 8);
+    EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kNetwork);
+    EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, nic_GBps);
+    EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kNetwork);
+    EXPECT_EQ(i.nic_path_type, PathType::kSys);  // GPUs 4-7 reach socket 0's NIC over xGMI
+  }
+}
+
+TEST(Communicator, BadRankLists) {
+  const Cluster c = load_cluster("dgx-h100", 2);
+  EXPECT_NE(error_of([&] { describe_communicator(c, {}); }).find("at least one rank"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { describe_communicator(c, iota(17)); })
+                .find("a communicator of 17 ranks does not fit cluster 'dgx-h100' (2 nodes x 8 "
+                      "GPUs = 16 GPUs)"),
+            std::string::npos);
+  const std::vector<int> dup = {0, 3, 5, 3};
+  EXPECT_NE(error_of([&] { describe_communicator(c, dup); }).find("rank 3 appears twice"),
+            std::string::npos);
+  const std::vector<int> out = {0, 16};
+  EXPECT_NE(error_of([&] { describe_communicator(c, out); }).find("rank 16 is not in cluster"),
+            std::string::npos);
+  const std::vector<int> neg = {-1, 2};
+  EXPECT_NE(error_of([&] { describe_communicator(c, neg); }).find("rank -1 is not in cluster"),
+            std::string::npos);
+}
+
+// NCCL's search, replayed by hand from reference/nccl.md §2.2 (speed ladders, per-link
+// constants, DupChannels) for the cases below.
+TEST(NcclSearchEstimate, OneDgxH100Node) {
+  const CommunicatorInfo i = describe_communicator(load_cluster("dgx-h100"), iota(8));
+  // Each GPU has 18 NVLinks of SM90_NVLINK_BW = 20.6 in NCCL units: 370.8 GB/s.
+  const double total = 18 * 20.6;
+  // sm90 intra ladder starts at 60: floor(370.8 / 60) = 6 rings, 360 < 370.8, so lower speeds
+  // are tried while they stay above 0.49 x 60: 50 -> 7 x 50 = 350, 40 -> 9 x 40 = 360,
+  // 30 -> 12 x 30 = 360: none is better. DupChannels (60 >= 50): 12 channels at 30.
+  const int first = static_cast<int>(std::floor(total / 60.0));
+  EXPECT_EQ(first, 6);
+  EXPECT_EQ(i.nccl.channels, 2 * first);
+  EXPECT_DOUBLE_EQ(i.nccl.bw_intra_GBps, 60.0 / 2);
+  EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, 60.0 / 2);
+  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+}
+
+TEST(NcclSearchEstimate, TwoDgxH100Nodes) {
+  const CommunicatorInfo i = describe_communicator(load_cluster("dgx-h100", 2), iota(16));
+  // maxBw = min(PCIe Gen5 x16 = 48 in NCCL units, NDR 400 Gb/s / 8 = 50) = 48, the top of the
+  // sm90 inter ladder. Each NIC takes floor(48 / 48) = 1 ring: 8 rings; each GPU's NVLinks carry
+  // 7/8 of them: 8 x 48 x 7/8 = 336 <= 370.8. 8 x 48 = 384 >= 370.8 ends the search, and
+  // DupChannels skips sm90 graphs under 50 GB/s with more than 4 channels.
+  const double max_bw = std::min(16 * 240.0 / 80.0, 400.0 / 8.0);
+  EXPECT_DOUBLE_EQ(max_bw, 48.0);
+  EXPECT_EQ(i.nccl.channels, 8);
+  EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, max_bw);
+  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+}
+
+TEST(NcclSearchEstimate, OneDgxA100Node) {
+  const CommunicatorInfo i = describe_communicator(load_cluster("dgx-a100"), iota(8));
+  // 12 NVLinks x SM80_NVLINK_BW 20 = 240. Pre-sm90 intra ladder starts at 40: 240 / 40 = 6 rings
+  // use all 240, so the search stops; DupChannels (sm80, 40 >= 25): 12 channels at 20.
+  EXPECT_EQ(i.nccl.channels, 2 * (12 * 20 / 40));
+  EXPECT_DOUBLE_EQ(i.nccl.bw_intra_GBps, 40.0 / 2);
+  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
+}
+
+TEST(NcclSearchEstimate, OneA40PcieNode) {
+  const CommunicatorInfo i = describe_communicator(load_cluster("a40-pcie"), iota(8));
+  // The ring crosses xGMI (AMD_BW 16) once each way. maxBw = 24 (Gen4 x16 in NCCL units), so
+  // the pre-sm90 intra ladder starts at 20: no ring fits at 20 or 18; 15 fits once; 12, 10 and
+  // 9 fit once too (no better); 7 < 0.49 x 15 stops. 15 < 25: no DupChannels; pass 2 cannot
+  // fit one ring at 18.
+  EXPECT_EQ(i.nccl.channels, 1);
+  EXPECT_DOUBLE_EQ(i.nccl.bw_intra_GBps, 15.0);
+  EXPECT_EQ(i.nccl.type_intra, PathType::kSys);
+  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+}
+
+}  // namespace
+}  // namespace lagom::topologies

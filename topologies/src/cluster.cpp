@@ -1,0 +1,506 @@
+// Builds the Boost graph of a Cluster (every node laid out identically, then the network) and
+// answers rank-to-rank path queries from a per-node route table.
+#include "lagom/topologies/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+
+#include "cluster_impl.hpp"
+#include "lagom/common/error.hpp"
+#include "nccl_constants.hpp"
+
+namespace lagom::topologies {
+namespace {
+
+using internal::EdgeProps;
+using internal::Graph;
+using internal::LocalRoute;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Fewest hops, then the widest bottleneck, from `src` to every node-local vertex of node 0.
+// GPUs and NICs other than `src` are endpoints only: NCCL does not route through a GPU here
+// (that would be NVB or PXN, which are NCCL choices, not the hardware path), and a NIC forwards
+// nothing inside a node.
+std::vector<LocalRoute> routes_from(const Cluster::Impl& impl, std::size_t src) {
+  const std::size_t n = impl.vertices_per_node;
+  std::vector<int> dist(n, -1);
+  std::vector<double> width(n, 0.0);
+  std::vector<std::size_t> pred_edge(n, 0);
+  std::vector<std::size_t> pred_vertex(n, 0);
+  std::deque<std::size_t> queue;
+  dist[src] = 0;
+  width[src] = kInf;
+  queue.push_back(src);
+  while (!queue.empty()) {
+    const std::size_t u = queue.front();
+    queue.pop_front();
+    const VertexKind kind = impl.graph[u].endpoint.kind;
+    if (u != src && (kind == VertexKind::kGpu || kind == VertexKind::kNic)) {
+      continue;
+    }
+    // Out-edges in link-id order so that ties break the same way on every platform.
+    std::vector<std::pair<std::size_t, std::size_t>> out;  // (edge id, neighbour)
+    for (auto [it, end] = boost::out_edges(u, impl.graph); it != end; ++it) {
+      const std::size_t v = boost::target(*it, impl.graph);
+      if (v < n) {
+        out.emplace_back(impl.graph[*it].id, v);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    for (const auto& [e, v] : out) {
+      const double w = std::min(width[u], impl.edge(e).bandwidth_GBps);
+      if (dist[v] < 0) {
+        dist[v] = dist[u] + 1;
+        width[v] = w;
+        pred_edge[v] = e;
+        pred_vertex[v] = u;
+        queue.push_back(v);
+      } else if (dist[v] == dist[u] + 1 && w > width[v]) {
+        width[v] = w;
+        pred_edge[v] = e;
+        pred_vertex[v] = u;
+      }
+    }
+  }
+  std::vector<LocalRoute> out(n);
+  for (std::size_t dst = 0; dst < n; ++dst) {
+    LocalRoute& r = out[dst];
+    if (dist[dst] < 0) {
+      continue;
+    }
+    r.reachable = true;
+    r.bottleneck_GBps = width[dst];
+    for (std::size_t v = dst; v != src; v = pred_vertex[v]) {
+      r.vertices.push_back(v);
+      r.edges.push_back(pred_edge[v]);
+    }
+    r.vertices.push_back(src);
+    std::reverse(r.vertices.begin(), r.vertices.end());
+    std::reverse(r.edges.begin(), r.edges.end());
+    // NCCL's path type: the worst of what the route crosses (topo.h comments).
+    if (r.edges.empty()) {
+      r.type = PathType::kLoc;
+      continue;
+    }
+    bool all_nvlink = true;
+    bool cpu_link = false;
+    bool through_cpu = false;
+    int pcie_switches = 0;
+    for (std::size_t e : r.edges) {
+      all_nvlink = all_nvlink && impl.edge(e).link_class == LinkClass::kNvlink;
+      cpu_link = cpu_link || impl.edge(e).link_class == LinkClass::kCpuInterconnect;
+    }
+    for (std::size_t k = 1; k + 1 < r.vertices.size(); ++k) {
+      const VertexKind kind = impl.graph[r.vertices[k]].endpoint.kind;
+      through_cpu = through_cpu || kind == VertexKind::kCpu;
+      pcie_switches += kind == VertexKind::kPcieSwitch ? 1 : 0;
+    }
+    r.type = all_nvlink          ? PathType::kNvl
+             : cpu_link          ? PathType::kSys
+             : through_cpu       ? PathType::kPhb
+             : pcie_switches > 1 ? PathType::kPxb
+                                 : PathType::kPix;
+  }
+  return out;
+}
+
+std::size_t add_vertex(Graph& g, VertexKind kind, int node, int index) {
+  return boost::add_vertex(internal::VertexProps{Endpoint{kind, node, index}}, g);
+}
+
+}  // namespace
+
+void Cluster::Impl::network_route(int node_a, int nic_a, int node_b, int nic_b,
+                                  std::vector<std::size_t>& vertices,
+                                  std::vector<std::size_t>& links) const {
+  const std::size_t nics = spec.network.nics.size();
+  const auto nic_link = [&](int node, int nic) {
+    return nic_link_base + static_cast<std::size_t>(node) * nics + static_cast<std::size_t>(nic);
+  };
+  const auto other_end = [&](std::size_t link, std::size_t from) {
+    const auto& e = edges[link];
+    const std::size_t s = boost::source(e, graph);
+    return s == from ? boost::target(e, graph) : s;
+  };
+  const std::size_t start = static_cast<std::size_t>(node_a) * vertices_per_node +
+                            nic_vertex[static_cast<std::size_t>(nic_a)];
+  std::size_t at = start;
+  const auto step = [&](std::size_t link) {
+    links.push_back(link);
+    at = other_end(link, at);
+    vertices.push_back(at);
+  };
+  step(nic_link(node_a, nic_a));
+  if (spec.network.fabric.kind == FabricKind::kRailOptimized && nic_a != nic_b) {
+    step(spine_link_base + static_cast<std::size_t>(nic_a));
+    step(spine_link_base + static_cast<std::size_t>(nic_b));
+  }
+  step(nic_link(node_b, nic_b));
+}
+
+Cluster::Cluster(ClusterSpec spec) {
+  validate(spec);
+  auto impl = std::make_shared<Impl>();
+  impl->spec = std::move(spec);
+  Impl& m = *impl;
+  const ClusterSpec& s = m.spec;
+  Graph& g = m.graph;
+  const int gpn = s.gpus_per_node;
+  const int nics = static_cast<int>(s.network.nics.size());
+  const int cc = s.compute_capability;
+  const double pcie_nccl = nccl::pcie_bw(s.pcie.generation, s.pcie.lanes);
+
+  const auto add_link = [&](std::size_t a, std::size_t b, LinkClass cls, double bw, double lat,
+                            int count, double nccl_bw) {
+    EdgeProps p{m.edges.size(), cls, bw, lat, count, nccl_bw};
+    m.edges.push_back(boost::add_edge(a, b, p, g).first);
+  };
+
+  for (int node = 0; node < s.nodes; ++node) {
+    const std::size_t base = boost::num_vertices(g);
+    std::map<std::string, std::size_t> by_id;  // switch ids and cpu<N> -> local vertex
+    for (int i = 0; i < gpn; ++i) {
+      add_vertex(g, VertexKind::kGpu, node, i);
+    }
+    std::size_t nvswitch = 0;
+    if (s.intra_node.kind == IntraNodeKind::kNvSwitch) {
+      nvswitch = add_vertex(g, VertexKind::kNvSwitch, node, 0);
+    }
+    for (std::size_t i = 0; i < s.pcie.switches.size(); ++i) {
+      by_id[s.pcie.switches[i].id] =
+          add_vertex(g, VertexKind::kPcieSwitch, node, static_cast<int>(i));
+    }
+    for (int i = 0; i < s.cpu.sockets; ++i) {
+      by_id[fmt::format("cpu{}", i)] = add_vertex(g, VertexKind::kCpu, node, i);
+    }
+    std::vector<std::size_t> nic_v;
+    for (int i = 0; i < nics; ++i) {
+      nic_v.push_back(add_vertex(g, VertexKind::kNic, node, i));
+    }
+    if (node == 0) {
+      m.vertices_per_node = boost::num_vertices(g);
+      for (int i = 0; i < gpn; ++i) {
+        m.gpu_vertex.push_back(static_cast<std::size_t>(i));
+      }
+      m.nic_vertex = nic_v;
+    }
+
+    // NVLink.
+    if (s.intra_node.nvlink) {
+      const NvLinkSpec& nv = *s.intra_node.nvlink;
+      const double bw = nv.links_per_gpu * nv.link_bandwidth_GBps;
+      const double nccl_bw = nv.links_per_gpu * nccl::nvlink_bw(cc);
+      if (s.intra_node.kind == IntraNodeKind::kNvSwitch) {
+        for (int i = 0; i < gpn; ++i) {
+          add_link(base + static_cast<std::size_t>(i), nvswitch, LinkClass::kNvlink, bw,
+                   nv.latency_us, nv.links_per_gpu, nccl_bw);
+        }
+      } else {
+        for (const auto& [x, y] : s.intra_node.pairs) {
+          add_link(base + static_cast<std::size_t>(x), base + static_cast<std::size_t>(y),
+                   LinkClass::kNvlink, bw, nv.latency_us, nv.links_per_gpu, nccl_bw);
+        }
+      }
+    }
+    // PCIe tree: switch uplinks, then GPUs, then NICs.
+    const auto pcie = [&](std::size_t a, std::size_t b) {
+      add_link(a, b, LinkClass::kPcie, s.pcie.link_bandwidth_GBps, s.pcie.latency_us, 1, pcie_nccl);
+    };
+    for (const PcieSwitchSpec& sw : s.pcie.switches) {
+      pcie(by_id.at(sw.id), by_id.at(sw.upstream));
+    }
+    for (int i = 0; i < gpn; ++i) {
+      pcie(base + static_cast<std::size_t>(i),
+           by_id.at(s.pcie.gpu_attach[static_cast<std::size_t>(i)]));
+    }
+    for (int i = 0; i < nics; ++i) {
+      pcie(nic_v[static_cast<std::size_t>(i)],
+           by_id.at(s.network.nics[static_cast<std::size_t>(i)].attach));
+    }
+    // CPU interconnect: every pair of sockets.
+    for (int a = 0; a < s.cpu.sockets; ++a) {
+      for (int b = a + 1; b < s.cpu.sockets; ++b) {
+        add_link(by_id.at(fmt::format("cpu{}", a)), by_id.at(fmt::format("cpu{}", b)),
+                 LinkClass::kCpuInterconnect, s.cpu.interconnect_bandwidth_GBps,
+                 s.cpu.interconnect_latency_us, 1, s.cpu.interconnect_bandwidth_GBps);
+      }
+    }
+    if (node == 0) {
+      m.edges_per_node = m.edges.size();
+    }
+  }
+
+  // Network: NIC-to-switch links of every node, then (rail-optimized) leaf-to-spine links.
+  m.nic_of_gpu.assign(static_cast<std::size_t>(gpn), -1);
+  if (nics > 0) {
+    for (int i = 0; i < nics; ++i) {
+      for (int gpu : s.network.nics[static_cast<std::size_t>(i)].gpus) {
+        m.nic_of_gpu[static_cast<std::size_t>(gpu)] = i;
+      }
+    }
+    const bool rail = s.network.fabric.kind == FabricKind::kRailOptimized;
+    std::vector<std::size_t> leaf;
+    std::size_t spine = 0;
+    if (rail) {
+      for (int r = 0; r < nics; ++r) {
+        leaf.push_back(add_vertex(g, VertexKind::kNetworkSwitch, -1, r));
+      }
+      spine = add_vertex(g, VertexKind::kNetworkSwitch, -1, -1);
+    } else {
+      spine = add_vertex(g, VertexKind::kNetworkSwitch, -1, -1);
+    }
+    const double nic_bw = s.nic_bandwidth_GBps();
+    m.nic_link_base = m.edges.size();
+    for (int node = 0; node < s.nodes; ++node) {
+      for (int i = 0; i < nics; ++i) {
+        const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
+                              m.nic_vertex[static_cast<std::size_t>(i)];
+        add_link(v, rail ? leaf[static_cast<std::size_t>(i)] : spine, LinkClass::kNetwork, nic_bw,
+                 s.network.fabric.latency_us, 1, nccl::net_bw(s.network.nic_speed_Gbps));
+      }
+    }
+    m.spine_link_base = m.edges.size();
+    if (rail) {
+      // A leaf's uplinks carry what its `nodes` NICs can send, divided by the taper.
+      const double up = s.nodes * nic_bw / s.network.fabric.oversubscription;
+      for (int r = 0; r < nics; ++r) {
+        add_link(leaf[static_cast<std::size_t>(r)], spine, LinkClass::kNetwork, up,
+                 s.network.fabric.latency_us, s.nodes, up);
+      }
+    }
+  }
+
+  m.routes.resize(m.vertices_per_node);
+  for (std::size_t v = 0; v < m.vertices_per_node; ++v) {
+    m.routes[v] = routes_from(m, v);
+  }
+  // Every GPU must reach every other GPU and its NIC (a PCIe tree without a CPU link, e.g. two
+  // sockets and no interconnect, would not).
+  for (int a = 0; a < gpn; ++a) {
+    for (int b = 0; b < gpn; ++b) {
+      if (!m.route(m.gpu_vertex[static_cast<std::size_t>(a)],
+                   m.gpu_vertex[static_cast<std::size_t>(b)])
+               .reachable) {
+        throw Error(fmt::format("{}: GPU {} cannot reach GPU {} inside a node", s.origin, a, b));
+      }
+    }
+    const int nic = m.nic_of_gpu[static_cast<std::size_t>(a)];
+    if (nic >= 0 && !m.route(m.gpu_vertex[static_cast<std::size_t>(a)],
+                             m.nic_vertex[static_cast<std::size_t>(nic)])
+                         .reachable) {
+      throw Error(
+          fmt::format("{}: GPU {} cannot reach its NIC {} inside a node", s.origin, a, nic));
+    }
+  }
+  impl_ = std::move(impl);
+}
+
+Cluster::~Cluster() = default;
+Cluster::Cluster(const Cluster&) = default;
+Cluster& Cluster::operator=(const Cluster&) = default;
+Cluster::Cluster(Cluster&&) noexcept = default;
+Cluster& Cluster::operator=(Cluster&&) noexcept = default;
+
+const ClusterSpec& Cluster::spec() const {
+  return impl_->spec;
+}
+
+GpuLocation Cluster::locate(int rank) const {
+  if (rank < 0 || rank >= gpu_count()) {
+    throw Error(fmt::format("rank {} is not in cluster '{}' ({} nodes x {} GPUs: ranks 0..{})",
+                            rank, name(), nodes(), gpus_per_node(), gpu_count() - 1));
+  }
+  return GpuLocation{rank / gpus_per_node(), rank % gpus_per_node()};
+}
+
+int Cluster::nic_of(int local) const {
+  if (local < 0 || local >= gpus_per_node()) {
+    throw Error(fmt::format("local GPU {} does not exist in cluster '{}' (GPUs 0..{})", local,
+                            name(), gpus_per_node() - 1));
+  }
+  const int nic = impl_->nic_of_gpu[static_cast<std::size_t>(local)];
+  if (nic < 0) {
+    throw Error(fmt::format("cluster '{}' has no NICs", name()));
+  }
+  return nic;
+}
+
+Path Cluster::path(int a, int b) const {
+  const GpuLocation la = locate(a);
+  const GpuLocation lb = locate(b);
+  const Impl& m = *impl_;
+  Path p;
+  p.from_rank = a;
+  p.to_rank = b;
+  p.bottleneck_GBps = kInf;
+  if (a == b) {
+    return p;
+  }
+  // Collect (global vertices, global links) then turn them into hops.
+  std::vector<std::size_t> verts;
+  std::vector<std::size_t> links;
+  const auto append_local = [&](int node, const LocalRoute& r) {
+    const std::size_t vb = static_cast<std::size_t>(node) * m.vertices_per_node;
+    const std::size_t eb = static_cast<std::size_t>(node) * m.edges_per_node;
+    for (std::size_t k = verts.empty() ? 0 : 1; k < r.vertices.size(); ++k) {
+      verts.push_back(vb + r.vertices[k]);
+    }
+    for (std::size_t e : r.edges) {
+      links.push_back(eb + e);
+    }
+  };
+  const std::size_t ga = m.gpu_vertex[static_cast<std::size_t>(la.local)];
+  const std::size_t gb = m.gpu_vertex[static_cast<std::size_t>(lb.local)];
+  if (la.node == lb.node) {
+    const LocalRoute& r = m.route(ga, gb);
+    append_local(la.node, r);
+    p.type = r.type;
+  } else {
+    const int nic_a = nic_of(la.local);
+    const int nic_b = nic_of(lb.local);
+    append_local(la.node, m.route(ga, m.nic_vertex[static_cast<std::size_t>(nic_a)]));
+    m.network_route(la.node, nic_a, lb.node, nic_b, verts, links);
+    const LocalRoute& back = m.route(m.nic_vertex[static_cast<std::size_t>(nic_b)], gb);
+    const std::size_t vb = static_cast<std::size_t>(lb.node) * m.vertices_per_node;
+    const std::size_t eb = static_cast<std::size_t>(lb.node) * m.edges_per_node;
+    for (std::size_t k = 1; k < back.vertices.size(); ++k) {
+      verts.push_back(vb + back.vertices[k]);
+    }
+    for (std::size_t e : back.edges) {
+      links.push_back(eb + e);
+    }
+    p.type = PathType::kNet;
+  }
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    const EdgeProps& e = m.edge(links[k]);
+    Hop h{links[k],     m.graph[verts[k]].endpoint, m.graph[verts[k + 1]].endpoint,
+          e.link_class, e.bandwidth_GBps,           e.latency_us};
+    if (h.bandwidth_GBps < p.bottleneck_GBps) {
+      p.bottleneck_GBps = h.bandwidth_GBps;
+      p.bottleneck_class = h.link_class;
+    }
+    p.latency_us += h.latency_us;
+    p.hops.push_back(h);
+  }
+  return p;
+}
+
+std::size_t Cluster::vertex_count() const {
+  return boost::num_vertices(impl_->graph);
+}
+std::size_t Cluster::link_count() const {
+  return impl_->edges.size();
+}
+
+Endpoint Cluster::vertex(std::size_t v) const {
+  if (v >= vertex_count()) {
+    throw Error(fmt::format("vertex {} does not exist ({} vertices)", v, vertex_count()));
+  }
+  return impl_->graph[v].endpoint;
+}
+
+Link Cluster::link(std::size_t id) const {
+  if (id >= link_count()) {
+    throw Error(fmt::format("link {} does not exist ({} links)", id, link_count()));
+  }
+  const auto& e = impl_->edges[id];
+  const EdgeProps& p = impl_->graph[e];
+  return Link{id,
+              impl_->graph[boost::source(e, impl_->graph)].endpoint,
+              impl_->graph[boost::target(e, impl_->graph)].endpoint,
+              p.link_class,
+              p.bandwidth_GBps,
+              p.latency_us,
+              p.count};
+}
+
+std::string Cluster::name_of(const Endpoint& e) const {
+  const ClusterSpec& s = spec();
+  if (e.kind == VertexKind::kPcieSwitch && e.index >= 0 &&
+      static_cast<std::size_t>(e.index) < s.pcie.switches.size()) {
+    return fmt::format("node{}/pcie:{}", e.node,
+                       s.pcie.switches[static_cast<std::size_t>(e.index)].id);
+  }
+  if (e.kind == VertexKind::kNetworkSwitch && e.index < 0) {
+    return s.network.fabric.kind == FabricKind::kRailOptimized ? "spine" : "switch";
+  }
+  return describe(e);
+}
+
+Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes) {
+  return Cluster(load_cluster_spec(name_or_path, nodes));
+}
+
+std::string_view to_string(PathType type) {
+  switch (type) {
+    case PathType::kLoc:
+      return "LOC";
+    case PathType::kNvl:
+      return "NVL";
+    case PathType::kNvb:
+      return "NVB";
+    case PathType::kC2c:
+      return "C2C";
+    case PathType::kPix:
+      return "PIX";
+    case PathType::kPxb:
+      return "PXB";
+    case PathType::kP2c:
+      return "P2C";
+    case PathType::kPxn:
+      return "PXN";
+    case PathType::kPhb:
+      return "PHB";
+    case PathType::kSys:
+      return "SYS";
+    case PathType::kNet:
+      return "NET";
+  }
+  return "?";
+}
+
+std::string_view to_string(LinkClass cls) {
+  switch (cls) {
+    case LinkClass::kNvlink:
+      return "nvlink";
+    case LinkClass::kPcie:
+      return "pcie";
+    case LinkClass::kCpuInterconnect:
+      return "cpu-interconnect";
+    case LinkClass::kNetwork:
+      return "network";
+  }
+  return "?";
+}
+
+std::string_view to_string(VertexKind kind) {
+  switch (kind) {
+    case VertexKind::kGpu:
+      return "gpu";
+    case VertexKind::kNvSwitch:
+      return "nvswitch";
+    case VertexKind::kPcieSwitch:
+      return "pcie-switch";
+    case VertexKind::kCpu:
+      return "cpu";
+    case VertexKind::kNic:
+      return "nic";
+    case VertexKind::kNetworkSwitch:
+      return "network-switch";
+  }
+  return "?";
+}
+
+std::string describe(const Endpoint& e) {
+  if (e.kind == VertexKind::kNetworkSwitch) {
+    return e.index >= 0 ? fmt::format("leaf{}", e.index) : std::string("core-switch");
+  }
+  return fmt::format("node{}/{}{}", e.node, to_string(e.kind), e.index);
+}
+
+}  // namespace lagom::topologies
