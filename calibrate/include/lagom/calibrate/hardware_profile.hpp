@@ -1,0 +1,93 @@
+// The HardwareProfile: every measured number the cost models use, with its unit (in the field
+// name) and its provenance (a datasheet, a paper, an nccl-tests log, a calibration run).
+//
+// Format v1 is documented in docs/formats/profile.md. One profile describes one GPU type and the
+// links it is used with (NVLink, PCIe, network). Embedded defaults exist for A40, A100, H100 and
+// H200 (calibrate/profiles/); `lagom calibrate fit` writes new ones from nccl-tests logs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lagom::calibrate {
+
+inline constexpr std::string_view kProfileFormat = "lagom.profile";
+inline constexpr int kProfileVersion = 1;
+
+// A number with where it came from. The unit is in the name of the field that holds it.
+struct Measured {
+  double value = 0;
+  std::string source;  // free text: "datasheet: ...", "nccl-tests log 01-...: fit", ...
+};
+
+struct GpuParams {
+  Measured sms;          // streaming multiprocessors
+  Measured hbm_GBps;     // peak HBM bandwidth
+  Measured bf16_TFLOPS;  // dense tensor-core peak
+  Measured fp32_TFLOPS;  // non-tensor FP32 peak
+  Measured l2_MiB;
+  Measured smem_per_sm_KiB;  // configurable shared memory per SM
+  Measured max_threads_per_sm;
+  Measured max_blocks_per_sm;
+};
+
+// One protocol on one link class (reference/nccl.md §1.4-1.5, §2.2; the model in
+// sim/collective_model.hpp says how each is used).
+struct ProtocolParams {
+  Measured step_us;             // latency of one hop on the algorithm's critical path (paid once)
+  Measured chunk_us;            // overhead of every chunk step that pipelining does not hide
+  Measured channel_GBps;        // what one channel (one CTA) moves per direction, saturated
+  Measured saturation_threads;  // threads per channel at which channel_GBps is reached
+};
+
+enum class Proto { kLL = 0, kLL128 = 1, kSimple = 2 };
+inline constexpr int kProtoCount = 3;
+std::string_view to_string(Proto p);  // "LL", "LL128", "Simple"
+
+struct LinkParams {
+  Measured efficiency;  // achievable fraction of the raw per-direction link bandwidth
+  ProtocolParams protocols[kProtoCount];
+  const ProtocolParams& proto(Proto p) const { return protocols[static_cast<int>(p)]; }
+  ProtocolParams& proto(Proto p) { return protocols[static_cast<int>(p)]; }
+};
+
+enum class LinkKind { kNvlink = 0, kPcie = 1, kNetwork = 2 };
+inline constexpr int kLinkKindCount = 3;
+std::string_view to_string(LinkKind k);  // "nvlink", "pcie", "network"
+
+struct CollectiveParams {
+  Measured launch_us;       // fixed cost of one collective call (launch, setup, final sync)
+  Measured per_channel_us;  // added per channel (CTA) launched
+  LinkParams links[kLinkKindCount];
+  Measured nvls_efficiency;  // NVLink SHARP: fraction of NVLink bandwidth for multimem traffic
+  Measured nvls_step_us;     // latency of one NVLS hop (into the switch, or multicast back)
+  Measured nvls_chunk_us;    // overhead of every NVLS chunk step
+  const LinkParams& link(LinkKind k) const { return links[static_cast<int>(k)]; }
+  LinkParams& link(LinkKind k) { return links[static_cast<int>(k)]; }
+};
+
+struct HardwareProfile {
+  std::string name;      // e.g. "h100-sxm"
+  std::string gpu_type;  // matches a cluster's gpu.type, e.g. "H100-SXM-80GB"
+  std::string description;
+  std::string origin;  // where it was read from (file path or "builtin:<name>")
+  GpuParams gpu;
+  CollectiveParams collective;
+  std::vector<std::string> calibration;  // free-text notes: what was fitted, residuals
+};
+
+// Parses a profile document; `origin` names it in errors. Strict: unknown fields, missing
+// values or sources, non-finite or out-of-range numbers are lagom::Error naming the JSON path.
+HardwareProfile parse_profile_json(std::string_view text, std::string_view origin);
+// Deterministic JSON, readable back by parse_profile_json.
+std::string profile_to_json(const HardwareProfile& p);
+
+// A built-in profile by name ("h100-sxm") or a file path.
+HardwareProfile load_profile(const std::string& name_or_path);
+// The built-in profile for a GPU type ("H100-SXM-80GB"); lagom::Error listing the known types.
+HardwareProfile default_profile_for_gpu(std::string_view gpu_type);
+std::vector<std::string> builtin_profiles();
+
+}  // namespace lagom::calibrate

@@ -1,0 +1,335 @@
+// Lagom's collective cost model (see collective_model.hpp for the form and its sources).
+#include "lagom/sim/collective_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "lagom/common/error.hpp"
+
+namespace lagom::sim {
+namespace {
+
+using calibrate::LinkKind;
+using calibrate::Proto;
+using topologies::LinkClass;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Payload per wire byte (reference/nccl.md §1.5): LL lines carry 8 B of data with 8 B of flags,
+// LL128 lines 120 B of 128.
+double wire_efficiency(Protocol p) {
+  switch (p) {
+    case Protocol::kLL:
+      return 0.5;
+    case Protocol::kLL128:
+      return 120.0 / 128.0;
+    case Protocol::kSimple:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+LinkKind link_kind_of(const std::optional<LinkClass>& c) {
+  if (!c || *c == LinkClass::kNvlink) {
+    return LinkKind::kNvlink;
+  }
+  return *c == LinkClass::kNetwork ? LinkKind::kNetwork : LinkKind::kPcie;
+}
+
+std::int64_t ceil_div(double a, double b) {
+  return a <= 0 ? 0 : static_cast<std::int64_t>(std::ceil(a / b - 1e-12));
+}
+
+int ceil_log2(int x) {
+  int r = 0;
+  while ((1 << r) < x) {
+    ++r;
+  }
+  return r;
+}
+
+// One resource the collective's bytes must cross, per GPU (or per node) and direction.
+struct Load {
+  const char* name;
+  double bytes;
+  double capacity_GBps;  // after protocol wire efficiency
+};
+
+}  // namespace
+
+double busbw_factor(CollKind kind, int nranks) {
+  const double n = nranks;
+  switch (kind) {
+    case CollKind::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter:
+    case CollKind::kAllToAll:
+      return (n - 1) / n;
+    case CollKind::kBroadcast:
+    case CollKind::kReduce:
+    case CollKind::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+CollectiveModel::CollectiveModel(const calibrate::HardwareProfile& profile,
+                                 const topologies::CommunicatorInfo& comm)
+    : profile_(profile), comm_(comm) {}
+
+CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
+                                             const CommConfig& cfg) const {
+  if (bytes < 0) {
+    throw Error(fmt::format("collective size must be >= 0 bytes, got {}", bytes));
+  }
+  if (cfg.nchannels < 1 || cfg.nthreads < 1) {
+    throw Error(fmt::format("{}: channels and threads must be positive", to_string(cfg)));
+  }
+  const calibrate::CollectiveParams& cp = profile_.collective;
+  const int n = comm_.nranks;
+  const int nodes = comm_.nnodes;
+  const int ppn = comm_.ranks_per_node_max;
+  const int nc = cfg.nchannels;
+  const double S = static_cast<double>(bytes);
+  const double w = wire_efficiency(cfg.proto);
+  const auto proto = static_cast<Proto>(index_of(cfg.proto));
+
+  CollectiveEstimate e;
+  e.launch_us = cp.launch_us.value + nc * cp.per_channel_us.value;
+  if (n <= 1 || bytes == 0) {
+    e.time_us = e.launch_us;
+    e.bottleneck = "none";
+    return e;
+  }
+
+  const LinkKind intra_kind = link_kind_of(comm_.intra_bottleneck_class);
+  const calibrate::LinkParams& intra = cp.link(intra_kind);
+  const calibrate::LinkParams& net = cp.link(LinkKind::kNetwork);
+  auto channel_cap = [&](const calibrate::LinkParams& l) {
+    const calibrate::ProtocolParams& p = l.proto(proto);
+    return p.channel_GBps.value * std::min(1.0, cfg.nthreads / p.saturation_threads.value);
+  };
+  const double intra_bw = ppn > 1 ? comm_.intra_bw_GBps * intra.efficiency.value : kInf;
+  const double node_net_bw = nodes > 1 ? comm_.inter_bw_GBps * ppn * net.efficiency.value : kInf;
+  const double intra_step = intra.proto(proto).step_us.value;
+  const double net_step = net.proto(proto).step_us.value;  // used only across nodes
+  const double C = static_cast<double>(std::max<std::int64_t>(cfg.chunk_bytes, 1));
+  const double per_channel = S / nc;
+
+  std::vector<Load> loads;
+  auto add_channels = [&](double bytes_per_gpu, bool crosses_net) {
+    if (ppn > 1) {
+      loads.push_back({"channels", bytes_per_gpu, nc * channel_cap(intra) * w});
+    }
+    if (crosses_net) {
+      loads.push_back({"channels", bytes_per_gpu, nc * channel_cap(net) * w});
+    }
+  };
+
+  // Per algorithm: the resources and bytes (loads), the hops on the critical path (their
+  // latency is paid once), the chunk steps (each pays an overhead pipelining does not hide) and
+  // the pipeline depth (hops a chunk crosses one after another; fill for depth > 1).
+  int depth = 1;
+  double hop_us = 0;
+  std::int64_t steps = 0;
+  double chunk_step_us = 0;  // average overhead per chunk step
+  bool pipelined = false;
+  const bool multi = nodes > 1;
+  const double intra_chunk = intra.proto(proto).chunk_us.value;
+  const double net_chunk = net.proto(proto).chunk_us.value;
+  // Hops split between intra-node links and the network.
+  auto hops = [&](int total, int on_net) {
+    hop_us = (total - on_net) * intra_step + on_net * net_step;
+    chunk_step_us = total > 0 ? ((total - on_net) * intra_chunk + on_net * net_chunk) / total : 0;
+  };
+  // A tree or chain between nodes moves 2(N-1)/N of the buffer through each node's NICs (two
+  // nodes: each sends its half once and receives the other's).
+  const double tree_net_factor = multi ? 2.0 * (nodes - 1) / nodes : 0.0;
+
+  switch (cfg.algo) {
+    case Algorithm::kRing: {
+      if (kind == CollKind::kAllReduce || kind == CollKind::kAllGather ||
+          kind == CollKind::kReduceScatter) {
+        const bool ar = kind == CollKind::kAllReduce;
+        const double factor = (ar ? 2.0 : 1.0) * (n - 1) / n;
+        const int s = ar ? 2 * (n - 1) : n - 1;
+        const int s_net = multi ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
+        loads.push_back({"intra", factor * S, intra_bw * w});
+        if (multi) {
+          loads.push_back({"network", factor * S, node_net_bw * w});
+        }
+        add_channels(factor * S, multi);
+        hops(s, s_net);
+        const std::int64_t loops = std::max<std::int64_t>(1, ceil_div(per_channel, n * C));
+        steps = loops * s;
+      } else if (kind == CollKind::kBroadcast || kind == CollKind::kReduce) {
+        // A chain in ring order: the root's data flows through n-1 hops, pipelined by chunk.
+        loads.push_back({"intra", S, intra_bw * w});
+        if (multi) {
+          loads.push_back({"network", S, node_net_bw * w});
+        }
+        add_channels(S, multi);
+        depth = n - 1;
+        hops(depth, multi ? nodes - 1 : 0);
+        steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
+        pipelined = true;
+      } else {
+        throw Error(fmt::format("the model has no Ring schedule for {}", to_string(kind)));
+      }
+      break;
+    }
+    case Algorithm::kTree: {
+      if (kind != CollKind::kAllReduce) {
+        throw Error("Tree is an AllReduce algorithm");
+      }
+      // Intra-node chain, inter-node double binary tree: reduce up, broadcast down. Each GPU's
+      // out-link carries its data up and the result down (2S).
+      loads.push_back({"intra", 2.0 * S, intra_bw * w});
+      if (multi) {
+        loads.push_back({"network", tree_net_factor * S, node_net_bw * w});
+      }
+      add_channels(2.0 * S, multi);
+      const int d_net = multi ? 2 * ceil_log2(nodes) : 0;
+      depth = std::max(1, 2 * (ppn - 1) + d_net);
+      hops(depth, d_net);
+      steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
+      pipelined = true;
+      break;
+    }
+    case Algorithm::kNvls:
+    case Algorithm::kNvlsTree: {
+      if (intra_kind != LinkKind::kNvlink || !comm_.nvls_available) {
+        throw Error("NVLS needs GPUs on an NVSwitch with NVLink SHARP");
+      }
+      const double nvls_bw = comm_.intra_bw_GBps * cp.nvls_efficiency.value;
+      const bool ar = kind == CollKind::kAllReduce;
+      if (!ar && kind != CollKind::kAllGather && kind != CollKind::kReduceScatter) {
+        throw Error(fmt::format("NVLS has no schedule for {}", to_string(kind)));
+      }
+      // AllReduce: each GPU sends its buffer into the switch and receives the reduced result
+      // (S each way); AllGather/ReduceScatter move the (n-1)/n that is not local.
+      const double v = ar ? S : S * (n - 1) / n;
+      loads.push_back({"nvls", v, nvls_bw});
+      loads.push_back({"channels", v, nc * channel_cap(intra)});
+      int d_net = 0;
+      if (cfg.algo == Algorithm::kNvlsTree) {
+        if (!multi) {
+          throw Error("NVLSTree needs more than one node");
+        }
+        loads.push_back({"network", tree_net_factor * S, node_net_bw});
+        loads.push_back({"channels", tree_net_factor * S / ppn, nc * channel_cap(net)});
+        d_net = 2 * ceil_log2(nodes);
+      } else if (multi) {
+        loads.push_back({"network", tree_net_factor * S, node_net_bw});
+        d_net = 2;
+      }
+      const int d_intra = ar ? 2 : 1;
+      depth = d_intra + d_net;
+      hop_us = d_intra * cp.nvls_step_us.value + d_net * net_step;
+      chunk_step_us = (d_intra * cp.nvls_chunk_us.value + d_net * net_chunk) / depth;
+      steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
+      pipelined = true;
+      break;
+    }
+    case Algorithm::kCollNetDirect:
+    case Algorithm::kCollNetChain: {
+      if (!multi) {
+        throw Error("CollNet needs more than one node");
+      }
+      // The network switch reduces: a node sends its (intra-reduced) buffer once and receives
+      // the result once. Direct scatters within the node (2(ppn-1)/ppn S per GPU); Chain runs a
+      // chain (2S per GPU).
+      const bool direct = cfg.algo == Algorithm::kCollNetDirect;
+      const double v_intra = direct ? 2.0 * S * (ppn - 1) / ppn : 2.0 * S;
+      if (ppn > 1) {
+        loads.push_back({"intra", v_intra, intra_bw * w});
+      }
+      loads.push_back({"network", S, node_net_bw * w});
+      add_channels(v_intra, true);
+      const int d_intra = direct ? std::min(1, ppn - 1) * 2 : 2 * (ppn - 1);
+      depth = d_intra + 2;
+      hops(depth, 2);
+      steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
+      pipelined = true;
+      break;
+    }
+    case Algorithm::kPat: {
+      // Parallel aggregated trees for AllGather/ReduceScatter with one rank per node: log2(n)
+      // rounds, each moving a growing share over the network.
+      const double v = S * (n - 1) / n;
+      const double bw = multi ? node_net_bw : intra_bw;
+      loads.push_back({multi ? "network" : "intra", v, bw * w});
+      add_channels(v, multi);
+      const int rounds = std::max(1, ceil_log2(n));
+      hops(rounds, multi ? rounds : 0);
+      steps = std::max<std::int64_t>(1, ceil_div(per_channel, n * C)) * rounds;
+      break;
+    }
+  }
+
+  if (kind == CollKind::kAllToAll || kind == CollKind::kSendRecv) {
+    // Point-to-point schedules (whatever `algo` says): NCCL runs AllToAll as n-1 concurrent
+    // send/recv pairs and Send/Recv as one, chunked by the p2p chunk size.
+    loads.clear();
+    pipelined = false;
+    depth = 1;
+    if (kind == CollKind::kAllToAll) {
+      const double share = S / n;  // to each peer
+      const double v_intra = share * (ppn - 1);
+      const double v_node_net = share * (n - ppn) * ppn;
+      if (ppn > 1) {
+        loads.push_back({"intra", v_intra, intra_bw * w});
+      }
+      if (multi) {
+        loads.push_back({"network", v_node_net, node_net_bw * w});
+      }
+      add_channels(share * (n - 1), multi);
+      hops(1, multi ? 1 : 0);
+      const std::int64_t per_peer = std::max<std::int64_t>(1, ceil_div(share, C));
+      steps = per_peer * std::max<std::int64_t>(1, ceil_div(n - 1, nc));
+    } else {
+      // The two ranks' path: the same node if the communicator has one node.
+      const double bw = multi ? comm_.inter_bw_GBps * net.efficiency.value : intra_bw;
+      loads.push_back({multi ? "network" : "intra", S, bw * w});
+      add_channels(S, multi);
+      hops(1, multi ? 1 : 0);
+      steps = std::max<std::int64_t>(1, ceil_div(per_channel, C));
+    }
+  }
+
+  // The slowest resource sets the transfer time.
+  const Load* worst = nullptr;
+  for (const Load& l : loads) {
+    if (l.capacity_GBps <= 0) {
+      throw Error(fmt::format("{} of {}: resource '{}' has no bandwidth", to_string(cfg),
+                              to_string(kind), l.name));
+    }
+    if (worst == nullptr || l.bytes / l.capacity_GBps > worst->bytes / worst->capacity_GBps) {
+      worst = &l;
+    }
+  }
+  e.transfer_us = worst == nullptr ? 0.0 : worst->bytes / (worst->capacity_GBps * 1e3);
+  if (worst != nullptr) {
+    e.bottleneck_bytes = worst->bytes;
+    e.bottleneck_GBps = worst->capacity_GBps;
+    e.bottleneck = worst->name;
+  }
+  e.sync_steps = steps;
+  e.hop_us = hop_us;
+  e.sync_us = static_cast<double>(steps) * chunk_step_us;
+  if (pipelined && depth > 1 && e.transfer_us > 0) {
+    // The first chunk crosses depth-1 hops before the last hop starts streaming.
+    const double chunk = std::min(C, per_channel);
+    const double channel_rate_GBps = worst->bytes / (e.transfer_us * 1e3) / nc;
+    e.fill_us = (depth - 1) * chunk / (channel_rate_GBps * 1e3);
+  }
+  e.time_us = e.launch_us + e.hop_us + e.sync_us + e.transfer_us + e.fill_us;
+  return e;
+}
+
+}  // namespace lagom::sim
