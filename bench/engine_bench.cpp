@@ -5,6 +5,8 @@
 // ending (2 per op). The engine keeps only completions of running activities in its heap (one
 // per compute op, one per collective or send/recv instance however many ranks it spans), and
 // starts ops synchronously; the "completions" counter is that heap traffic.
+#include "engine_bench.hpp"
+
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -15,7 +17,6 @@
 #include <random>
 #include <string>
 
-#include "engine_bench.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/traces/execution_graph.hpp"
 #include "synthetic.hpp"
@@ -53,9 +54,9 @@ void engine_run(benchmark::State& state, const Prepared* p) {
   state.SetItemsProcessed(static_cast<std::int64_t>(p->records * state.iterations()));
   state.counters["events"] = static_cast<double>(p->records);
   state.counters["completions"] = static_cast<double>(completions);
-  state.counters["completions_per_s"] = benchmark::Counter(
-      static_cast<double>(completions) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["completions_per_s"] =
+      benchmark::Counter(static_cast<double>(completions) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 // Hold model: a heap of `live` events; each step pops the earliest and pushes a successor at a

@@ -62,13 +62,14 @@ traces::Workload synthetic_step(const SyntheticSpec& spec) {
     traces::OpId prev_ar = 0;
     bool have_ar = false;
     for (std::uint32_t l = 0; l < spec.layers; ++l) {
-      const traces::OpId f =
-          b.add_op(compute, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, jit(fwd[l])});
+      const traces::OpId f = b.add_op(
+          compute, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, jit(fwd[l])});
       if (have_ar) {
         b.add_dep(f, prev_ar);
       }
       if (tp > 1) {
-        prev_ar = b.add_op(comm, OpSpec{OpKind::kAllReduce, 1 << 24, tp_group[r], traces::kNoPeer, ar[l]});
+        prev_ar = b.add_op(
+            comm, OpSpec{OpKind::kAllReduce, 1 << 24, tp_group[r], traces::kNoPeer, ar[l]});
         b.add_dep(prev_ar, f);
         have_ar = true;
       }
@@ -78,8 +79,8 @@ traces::Workload synthetic_step(const SyntheticSpec& spec) {
       const traces::OpId bw = b.add_op(
           compute, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, jit(2 * fwd[l])});
       if (dp > 1) {
-        const traces::OpId red =
-            b.add_op(comm, OpSpec{OpKind::kReduceScatter, 1 << 26, dp_group[r], traces::kNoPeer, rs[l]});
+        const traces::OpId red = b.add_op(
+            comm, OpSpec{OpKind::kReduceScatter, 1 << 26, dp_group[r], traces::kNoPeer, rs[l]});
         b.add_dep(red, bw);
       } else {
         b.add_op(compute, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, rs[l]});

@@ -13,5 +13,7 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
 int simulate_command(const std::vector<std::string>& args);
+int comm_command(const std::vector<std::string>& args);
+int calibrate_command(const std::vector<std::string>& args);
 
 }  // namespace lagom::cli

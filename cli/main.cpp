@@ -23,6 +23,10 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"simulate", "replay a training step (workload JSON) and report step time and busy/idle",
      lagom::cli::simulate_command},
+    {"comm", "time one collective over a range of sizes on a cluster (nccl-tests in silico)",
+     lagom::cli::comm_command},
+    {"calibrate", "fit a hardware profile to nccl-tests logs, or check a profile against them",
+     lagom::cli::calibrate_command},
 };
 
 void print_help() {

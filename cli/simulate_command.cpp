@@ -5,10 +5,14 @@
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "commands.hpp"
+#include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/sim/engine.hpp"
+#include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/stats.hpp"
 #include "lagom/traces/chrome_trace.hpp"
 #include "lagom/traces/execution_graph.hpp"
@@ -22,10 +26,14 @@ namespace po = boost::program_options;
 int simulate_command(const std::vector<std::string>& args) {
   std::string workload_spec;
   std::string trace_path;
+  HardwareOptions hw;
   po::options_description desc(
-      "Usage: lagom simulate [--workload FILE|builtin:NAME] [--json] [--trace FILE]\n\n"
+      "Usage: lagom simulate [--workload FILE|builtin:NAME] [--cluster PRESET [--nodes N]\n"
+      "                      [--profile FILE]] [--json] [--trace FILE]\n\n"
       "Replays one training step of a workload on the discrete-event engine and reports the step\n"
       "time, per-rank and per-stream busy/idle time and a fingerprint of the event stream.\n"
+      "Ops take their duration_us; with --cluster, communication ops without one are timed by\n"
+      "Lagom's collective model (their pinned 'config' or NCCL's own choice).\n"
       "Without --workload it runs the built-in example " +
       std::string(kDefaultWorkload) + ".\n\nOptions");
   desc.add_options()("help,h", "show this help")(
@@ -36,6 +44,7 @@ int simulate_command(const std::vector<std::string>& args) {
       "no-op-times", "with --json: leave out the per-op \"ops\" array")(
       "trace", po::value(&trace_path),
       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
+  add_hardware_options(desc, hw);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);
@@ -56,7 +65,20 @@ int simulate_command(const std::vector<std::string>& args) {
   LoadedWorkload in = load_workload(workload_spec);
   const traces::Workload& w = in.workload;
   const traces::ExecutionGraph graph = traces::analyze(w, in.source);
-  sim::Engine engine(w, graph);
+  if (hw.cluster.empty() && (hw.nodes != 0 || !hw.profile.empty())) {
+    throw po::error("--nodes and --profile need --cluster");
+  }
+  std::optional<Hardware> hardware;
+  std::unique_ptr<sim::ModelCost> cost;
+  if (!hw.cluster.empty()) {
+    hardware = load_hardware(hw);
+    try {
+      cost = std::make_unique<sim::ModelCost>(hardware->cluster, hardware->profile, w);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", in.source, e.what()));
+    }
+  }
+  sim::Engine engine(w, graph, sim::SimOptions{cost.get(), nullptr});
   sim::SimResult result;
   try {
     result = engine.run();
@@ -64,7 +86,9 @@ int simulate_command(const std::vector<std::string>& args) {
     throw Error(fmt::format("{}: {}", in.source, e.what()));
   }
   const sim::StepStats stats = sim::summarize(w, result);
-  const RunContext ctx{"simulate", in.source, in.input_hash, "fixed (duration_us)", "none"};
+  const RunContext ctx{"simulate", in.source, in.input_hash,
+                       cost ? std::string(cost->name()) : std::string("fixed (duration_us)"),
+                       "none"};
 
   if (!trace_path.empty()) {
     std::ofstream out(trace_path, std::ios::binary);

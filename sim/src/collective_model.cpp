@@ -178,9 +178,9 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
         hops(depth, multi ? nodes - 1 : 0);
         steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
         pipelined = true;
-      } else {
-        throw Error(fmt::format("the model has no Ring schedule for {}", to_string(kind)));
       }
+      // AllToAll and SendRecv (Ring by convention, as nccl_choose reports them) take the p2p
+      // schedule below.
       break;
     }
     case Algorithm::kTree: {

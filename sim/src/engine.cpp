@@ -73,8 +73,8 @@ class Engine::Impl {
     for (OpId op = 0; op < n; ++op) {
       const std::size_t deps = w_.deps(op).size();
       if (deps >= kCountMask) {
-        throw Error(fmt::format("{} has {} dependencies; at most {} are supported",
-                                w_.describe(op), deps, kCountMask - 1));
+        throw Error(fmt::format("{} has {} dependencies; at most {} are supported", w_.describe(op),
+                                deps, kCountMask - 1));
       }
       std::uint32_t word = static_cast<std::uint32_t>(deps) + (w_.position(op) > 0 ? 1 : 0);
       if (op + 1 == n || w_.stream_of(op + 1) != w_.stream_of(op)) {

@@ -68,6 +68,12 @@ std::optional<OpId> Workload::find_op(std::string_view name) const {
   return std::nullopt;
 }
 
+const PinnedConfig* Workload::pinned_config(OpId op) const {
+  auto it = std::lower_bound(pinned_.begin(), pinned_.end(), op,
+                             [](const auto& e, OpId o) { return e.first < o; });
+  return it != pinned_.end() && it->first == op ? &it->second : nullptr;
+}
+
 std::string Workload::describe(OpId op) const {
   const Stream& s = streams_[stream_[op]];
   return fmt::format("op '{}' (rank {}, stream '{}', #{})", name(op), s.rank, s.name,
@@ -78,7 +84,7 @@ std::size_t Workload::memory_bytes() const {
   auto vec = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   std::size_t total = vec(kind_) + vec(stream_) + vec(group_) + vec(peer_) + vec(bytes_) +
                       vec(duration_ns_) + vec(dep_begin_) + vec(deps_) + vec(name_begin_) +
-                      names_.capacity() + vec(streams_) + vec(rank_streams_);
+                      names_.capacity() + vec(streams_) + vec(rank_streams_) + vec(pinned_);
   for (const Stream& s : streams_) {
     total += s.name.capacity();
   }
@@ -165,6 +171,10 @@ OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_vi
 
 void WorkloadBuilder::add_dep(OpId op, OpId must_finish_first) {
   deps_.emplace_back(op, must_finish_first);
+}
+
+void WorkloadBuilder::pin_config(OpId op, PinnedConfig config) {
+  pinned_.emplace_back(op, std::move(config));
 }
 
 Workload WorkloadBuilder::build(std::string_view where) && {
@@ -364,6 +374,29 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     w.names_ = std::move(names);
     w.name_begin_ = std::move(length);
   }
+
+  // Pinned configs: communication ops only, at most one each.
+  for (auto& [op, cfg] : pinned_) {
+    if (op >= n) {
+      throw Error(fmt::format("{}config pinned on op #{} which does not exist", pre, op));
+    }
+    if (!is_comm(kind_[op])) {
+      throw Error(fmt::format("{}op {}: a {} op takes no NCCL 'config'", pre, op_name(op),
+                              to_string(kind_[op])));
+    }
+    if (cfg.nchannels < 0 || cfg.nthreads < 0 || cfg.chunk_bytes < 0) {
+      throw Error(fmt::format("{}op {}: 'config' values must be positive", pre, op_name(op)));
+    }
+    op = new_id[op];
+  }
+  std::sort(pinned_.begin(), pinned_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < pinned_.size(); ++i) {
+    if (pinned_[i].first == pinned_[i - 1].first) {
+      throw Error(fmt::format("{}op #{} has two pinned configs", pre, pinned_[i].first));
+    }
+  }
+  w.pinned_ = std::move(pinned_);
 
   permute(kind_, w.kind_);
   permute(group_, w.group_);

@@ -251,7 +251,8 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         }
         octx.path += fmt::format(" (id '{}')", id);
         check_keys(octx, o,
-                   {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root", "args"});
+                   {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root", "config",
+                    "args"});
         const std::string kind_name = get_string(octx, require(octx, o, "kind"), "kind");
         const std::optional<OpKind> kind = parse_op_kind(kind_name);
         if (!kind) {
@@ -319,6 +320,39 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           op = b.add_op(sid, spec, id);
         } catch (const Error& e) {
           octx.fail(e.what());
+        }
+        if (auto it = o.find("config"); it != o.end()) {
+          if (!is_comm(*kind)) {
+            octx.fail(
+                fmt::format("{} {} op takes no NCCL 'config'", article(kind_name), kind_name));
+          }
+          if (!it->is_object()) {
+            octx.fail(fmt::format("'config' must be an object, got {}", type_of(*it)));
+          }
+          Ctx cctx{source, octx.path + ".config"};
+          check_keys(cctx, *it, {"algo", "proto", "nchannels", "nthreads", "chunk_bytes"});
+          PinnedConfig cfg;
+          if (auto a = it->find("algo"); a != it->end()) {
+            cfg.algo = get_string(cctx, *a, "algo");
+          }
+          if (auto p = it->find("proto"); p != it->end()) {
+            cfg.proto = get_string(cctx, *p, "proto");
+          }
+          auto positive_int = [&](const char* key, std::int64_t max) -> std::int64_t {
+            auto f = it->find(key);
+            if (f == it->end()) {
+              return 0;
+            }
+            const std::int64_t v = get_nonneg_int(cctx, *f, key);
+            if (v == 0 || v > max) {
+              cctx.fail(fmt::format("'{}' must be in 1..{}, got {}", key, max, v));
+            }
+            return v;
+          };
+          cfg.nchannels = static_cast<int>(positive_int("nchannels", 1024));
+          cfg.nthreads = static_cast<int>(positive_int("nthreads", 4096));
+          cfg.chunk_bytes = positive_int("chunk_bytes", std::int64_t{1} << 40);
+          b.pin_config(op, std::move(cfg));
         }
         auto [where, inserted] = op_ids.emplace(id, std::make_pair(op, octx.path));
         if (!inserted) {
@@ -389,6 +423,30 @@ void write_workload_json(const Workload& w, std::ostream& out) {
         }
         if (w.duration_ns(op) != kNoDuration) {
           out << ", \"duration_us\": " << format_us(w.duration_ns(op));
+        }
+        if (const PinnedConfig* c = w.pinned_config(op)) {
+          out << ", \"config\": {";
+          const char* sep = "";
+          if (!c->algo.empty()) {
+            out << "\"algo\": " << q(c->algo);
+            sep = ", ";
+          }
+          if (!c->proto.empty()) {
+            out << sep << "\"proto\": " << q(c->proto);
+            sep = ", ";
+          }
+          if (c->nchannels > 0) {
+            out << sep << "\"nchannels\": " << c->nchannels;
+            sep = ", ";
+          }
+          if (c->nthreads > 0) {
+            out << sep << "\"nthreads\": " << c->nthreads;
+            sep = ", ";
+          }
+          if (c->chunk_bytes > 0) {
+            out << sep << "\"chunk_bytes\": " << c->chunk_bytes;
+          }
+          out << '}';
         }
         if (!w.deps(op).empty()) {
           out << ", \"deps\": [";

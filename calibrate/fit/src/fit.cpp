@@ -26,47 +26,53 @@ struct Param {
   bool inverse = false;
   double lo = 0;
   double hi = 0;
+  double prior_weight = 1;  // multiplies the ridge term
 };
 
 std::vector<Param> fittable_params() {
+  using Get = std::function<Measured&(HardwareProfile&)>;
   std::vector<Param> ps;
+  // The launch cost is anchored to its prior (NCCL's base latency): in logs that reach small
+  // sizes it is confounded with hop latencies, and a large fixed cost that one network (EFA's,
+  // say) shows belongs to that network's hops, not to every collective on the GPU.
   ps.push_back({"collective.launch_us",
-                [](HardwareProfile& p) -> Measured& { return p.collective.launch_us; }, false, 0.5,
-                500});
+                Get([](HardwareProfile& p) -> Measured& { return p.collective.launch_us; }), false,
+                0.5, 500, 1e4});
   ps.push_back({"collective.per_channel_us",
-                [](HardwareProfile& p) -> Measured& { return p.collective.per_channel_us; }, false,
-                0, 5});
+                Get([](HardwareProfile& p) -> Measured& { return p.collective.per_channel_us; }),
+                false, 0, 5});
   ps.push_back({"collective.nvls_efficiency",
-                [](HardwareProfile& p) -> Measured& { return p.collective.nvls_efficiency; }, true,
-                0.05, 1.5});
+                Get([](HardwareProfile& p) -> Measured& { return p.collective.nvls_efficiency; }),
+                true, 0.05, 1.5});
   ps.push_back({"collective.nvls_step_us",
-                [](HardwareProfile& p) -> Measured& { return p.collective.nvls_step_us; }, false, 0,
-                100});
+                Get([](HardwareProfile& p) -> Measured& { return p.collective.nvls_step_us; }),
+                false, 0, 100});
   ps.push_back({"collective.nvls_chunk_us",
-                [](HardwareProfile& p) -> Measured& { return p.collective.nvls_chunk_us; }, false,
-                0, 50});
+                Get([](HardwareProfile& p) -> Measured& { return p.collective.nvls_chunk_us; }),
+                false, 0, 50});
+  // A channel is one CTA; these caps keep a fit that barely sees a protocol from inventing an
+  // impossible one (LL moves 8-byte words with flags; LL128 and Simple stream whole lines).
+  constexpr double kChannelCap[kProtoCount] = {40, 80, 100};
   for (int k = 0; k < kLinkKindCount; ++k) {
     const std::string lk = fmt::format("collective.links.{}", to_string(static_cast<LinkKind>(k)));
-    ps.push_back({lk + ".efficiency",
-                  [k](HardwareProfile& p) -> Measured& { return p.collective.links[k].efficiency; },
+    ps.push_back({lk + ".efficiency", Get([k](HardwareProfile& p) -> Measured& {
+                    return p.collective.links[k].efficiency;
+                  }),
                   true, 0.05, 1.2});
     for (int q = 0; q < kProtoCount; ++q) {
       const std::string pq = fmt::format("{}.{}", lk, to_string(static_cast<Proto>(q)));
+      auto proto = [k, q](HardwareProfile& p) -> ProtocolParams& {
+        return p.collective.links[k].protocols[q];
+      };
       ps.push_back({pq + ".step_us",
-                    [k, q](HardwareProfile& p) -> Measured& {
-                      return p.collective.links[k].protocols[q].step_us;
-                    },
-                    false, 0, 200});
+                    Get([proto](HardwareProfile& p) -> Measured& { return proto(p).step_us; }),
+                    false, 0, 100});
       ps.push_back({pq + ".chunk_us",
-                    [k, q](HardwareProfile& p) -> Measured& {
-                      return p.collective.links[k].protocols[q].chunk_us;
-                    },
+                    Get([proto](HardwareProfile& p) -> Measured& { return proto(p).chunk_us; }),
                     false, 0, 50});
       ps.push_back({pq + ".channel_GBps",
-                    [k, q](HardwareProfile& p) -> Measured& {
-                      return p.collective.links[k].protocols[q].channel_GBps;
-                    },
-                    true, 0.1, 500});
+                    Get([proto](HardwareProfile& p) -> Measured& { return proto(p).channel_GBps; }),
+                    true, 0.1, kChannelCap[q]});
     }
   }
   return ps;
@@ -264,8 +270,8 @@ FitResult fit_profile(const HardwareProfile& prior, const std::vector<FitInput>&
       // grad . theta_new = measured, divided by measured for relative weighting.
       b[r] = 1.0;
     }
-    const double s = std::sqrt(options.ridge);
     for (Eigen::Index j = 0; j < np; ++j) {
+      const double s = std::sqrt(options.ridge * params[static_cast<std::size_t>(j)].prior_weight);
       A.row(nr + j).setZero();
       const double scale = std::max(std::abs(theta0[j]), 1e-9);
       A(nr + j, j) = s / scale;

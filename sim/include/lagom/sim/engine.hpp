@@ -33,10 +33,10 @@ struct SimOptions {
 };
 
 struct SimResult {
-  Time step_time;                  // when the last op finished
-  std::uint64_t events = 0;        // completion events processed (including superseded ones)
-  std::uint64_t stale_events = 0;  // completion events skipped because a rate changed
-  std::uint64_t fingerprint = 0;   // hash over every (time, op, start|end) record in order
+  Time step_time;                    // when the last op finished
+  std::uint64_t events = 0;          // completion events processed (including superseded ones)
+  std::uint64_t stale_events = 0;    // completion events skipped because a rate changed
+  std::uint64_t fingerprint = 0;     // hash over every (time, op, start|end) record in order
   std::vector<traces::OpTimes> ops;  // per op, indexed by OpId
 };
 

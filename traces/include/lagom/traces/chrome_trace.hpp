@@ -12,7 +12,6 @@
 
 namespace lagom::traces {
 
-
 struct ChromeTraceOptions {
   // Extra "args" members for an op's slice, as a JSON object body without braces
   // (e.g. "\"slowdown\": 1.25"); empty for none.

@@ -77,6 +77,18 @@ struct OpSpec {
   std::int64_t duration_ns = kNoDuration;  // fixed duration, or kNoDuration for a cost model
 };
 
+// NCCL parameters pinned on one communication op (format field "config"); unset fields are
+// left to NCCL's own choice. Names are NCCL's tokens ("Ring", "LL128", ...); the collective
+// model checks them and their legality when it times the op.
+struct PinnedConfig {
+  std::string algo;
+  std::string proto;
+  int nchannels = 0;
+  int nthreads = 0;
+  std::int64_t chunk_bytes = 0;
+  bool operator==(const PinnedConfig&) const = default;
+};
+
 class Workload {
  public:
   Workload() = default;
@@ -115,6 +127,10 @@ class Workload {
   // "op 'bwd.3' (rank 2, stream 'compute', #17)": how errors refer to an op.
   std::string describe(OpId op) const;
 
+  // The config pinned on `op`, or nullptr (most ops have none).
+  const PinnedConfig* pinned_config(OpId op) const;
+  std::size_t pinned_config_count() const { return pinned_.size(); }
+
   // Approximate heap bytes held (for the memory figures in bench/RESULTS.md).
   std::size_t memory_bytes() const;
 
@@ -135,6 +151,7 @@ class Workload {
   std::vector<OpId> deps_;
   std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
   std::string names_;
+  std::vector<std::pair<OpId, PinnedConfig>> pinned_;  // sorted by op
 };
 
 // Accumulates groups, streams and ops in any order, then checks and freezes them.
@@ -150,6 +167,8 @@ class WorkloadBuilder {
   // `id` may be empty (a generated name is used). Ids must be unique when given.
   OpId add_op(StreamId stream, const OpSpec& spec, std::string_view id = {});
   void add_dep(OpId op, OpId must_finish_first);
+  // Pins NCCL parameters on a communication op (an error on compute or memcpy ops at build()).
+  void pin_config(OpId op, PinnedConfig config);
   void reserve_ops(std::size_t n);
 
   std::uint32_t rank_count() const { return rank_count_; }
@@ -175,6 +194,7 @@ class WorkloadBuilder {
   std::string names_;
   bool any_name_ = false;
   std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
+  std::vector<std::pair<OpId, PinnedConfig>> pinned_;
 };
 
 }  // namespace lagom::traces

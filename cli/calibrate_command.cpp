@@ -1,0 +1,279 @@
+// `lagom calibrate`: fit a hardware profile's collective parameters to nccl-tests logs, or check
+// a profile against them (the tables in docs/VALIDATION.md come from `check --markdown`).
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "hardware_options.hpp"
+#include "lagom/calibrate/fit.hpp"
+#include "lagom/calibrate/nccl_tests_log.hpp"
+#include "lagom/common/build_info.hpp"
+#include "lagom/common/embedded.hpp"
+#include "lagom/common/error.hpp"
+#include "lagom/common/units.hpp"
+
+namespace lagom::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr std::int64_t kMiB = 1 << 20;
+constexpr std::int64_t kNoMax = std::numeric_limits<std::int64_t>::max();
+
+// "LOG" or "LOG@CLUSTER" or "LOG@CLUSTER:NODES"; LOG is a path or builtin:NAME.
+calibrate::FitInput load_input(const std::string& spec, const HardwareOptions& hw) {
+  std::string log_part = spec;
+  HardwareOptions where = hw;
+  if (auto at = spec.rfind('@'); at != std::string::npos) {
+    log_part = spec.substr(0, at);
+    std::string c = spec.substr(at + 1);
+    where.nodes = 0;
+    if (auto colon = c.rfind(':'); colon != std::string::npos) {
+      const std::string n = c.substr(colon + 1);
+      try {
+        where.nodes = std::stoi(n);
+      } catch (const std::exception&) {
+        throw Error(fmt::format("'{}': node count '{}' is not a number", spec, n));
+      }
+      c = c.substr(0, colon);
+    }
+    where.cluster = c;
+  }
+  if (where.cluster.empty()) {
+    throw Error(
+        fmt::format("'{}': say where the log ran, with --cluster or LOG@CLUSTER[:NODES]", spec));
+  }
+  calibrate::NcclTestsLog log;
+  std::string name;
+  if (log_part.starts_with("builtin:")) {
+    name = log_part.substr(8);
+    log = calibrate::embedded_nccl_tests_log(name);
+  } else {
+    log = calibrate::read_nccl_tests_log(log_part);
+    name = log_part.substr(log_part.find_last_of('/') + 1);
+  }
+  std::optional<int> nodes;
+  if (where.nodes > 0) {
+    nodes = where.nodes;
+  } else if (log.nodes > 0) {
+    nodes = log.nodes;
+  }
+  return calibrate::FitInput{name, std::move(log), topologies::load_cluster(where.cluster, nodes)};
+}
+
+void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool markdown) {
+  std::string current;
+  auto summary = [&](const std::string& log) {
+    std::vector<calibrate::FitRow> mine;
+    for (const auto& r : rows) {
+      if (r.log == log) {
+        mine.push_back(r);
+      }
+    }
+    const auto big = calibrate::summarize_errors(mine, kMiB, kNoMax);
+    const auto small = calibrate::summarize_errors(mine, 0, kMiB);
+    fmt::print("{}sizes >= 1 MiB: {} rows, median |error| {:.1f}%, max {:.1f}%",
+               markdown ? "\n" : "# ", big.rows, 100 * big.median, 100 * big.max);
+    if (small.rows > 0) {
+      fmt::print("; sizes < 1 MiB: {} rows, median {:.1f}%, max {:.1f}%", small.rows,
+                 100 * small.median, 100 * small.max);
+    }
+    fmt::print("\n\n");
+  };
+  for (const calibrate::FitRow& r : rows) {
+    if (r.log != current) {
+      if (!current.empty()) {
+        summary(current);
+      }
+      current = r.log;
+      if (markdown) {
+        fmt::print(
+            "### {}\n\n| size | NCCL's config | measured us | predicted us | error | "
+            "measured busbw GB/s | predicted busbw GB/s |\n|---:|---|---:|---:|---:|---:|"
+            "---:|\n",
+            r.log);
+      } else {
+        fmt::print("# {}\n# {:>12} {:<44} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8}\n", r.log, "size",
+                   "NCCL's config", "measured", fitted ? "prior" : "", "predicted", "error",
+                   "busbw", "pred bw");
+      }
+    }
+    if (markdown) {
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} |\n",
+                 format_bytes(r.size_bytes), sim::to_string(r.config), r.measured_us,
+                 r.predicted_us, 100 * r.rel_error(), r.measured_busbw_GBps(),
+                 r.predicted_busbw_GBps());
+    } else {
+      fmt::print("  {:>12} {:<44} {:>10.1f} {:>10} {:>10.1f} {:>+6.1f}% {:>8.2f} {:>8.2f}\n",
+                 r.size_bytes, sim::to_string(r.config), r.measured_us,
+                 fitted ? fmt::format("{:.1f}", r.prior_us) : "", r.predicted_us,
+                 100 * r.rel_error(), r.measured_busbw_GBps(), r.predicted_busbw_GBps());
+    }
+  }
+  if (!current.empty()) {
+    summary(current);
+  }
+}
+
+nlohmann::ordered_json rows_json(const std::vector<calibrate::FitRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    out.push_back({{"log", r.log},
+                   {"size_bytes", r.size_bytes},
+                   {"config", sim::to_string(r.config)},
+                   {"measured_us", r.measured_us},
+                   {"prior_us", r.prior_us},
+                   {"predicted_us", r.predicted_us},
+                   {"rel_error", r.rel_error()}});
+  }
+  return out;
+}
+
+}  // namespace
+
+int calibrate_command(const std::vector<std::string>& args) {
+  const std::string usage =
+      "Usage: lagom calibrate fit   --nccl-tests LOG[@CLUSTER[:NODES]]... [--cluster PRESET]\n"
+      "                             [--nodes N] [--profile PRIOR] -o PROFILE.json [--json]\n"
+      "       lagom calibrate check --nccl-tests LOG[@CLUSTER[:NODES]]... [--cluster PRESET]\n"
+      "                             [--nodes N] [--profile P] [--json | --markdown]\n"
+      "       lagom calibrate logs\n\n"
+      "fit: least-squares fit of the profile's collective parameters (launch, per-channel, hop\n"
+      "latencies, chunk-step overheads, link efficiencies, channel bandwidths) to nccl-tests\n"
+      "logs, starting from PRIOR (default: the built-in profile of the cluster's GPU type);\n"
+      "prints every row's residual and writes the fitted profile.\n"
+      "check: the same table for a profile as it is, without fitting.\n"
+      "LOG is a file or builtin:NAME (`lagom calibrate logs`); @CLUSTER[:NODES] says where that\n"
+      "log ran when it differs from --cluster (the node count defaults to the log's).\n\nOptions";
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    std::cout << usage << "\n";
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string action = args[0];
+  if (action == "logs") {
+    for (const EmbeddedFile& f : calibrate::embedded_nccl_tests_logs()) {
+      const calibrate::NcclTestsLog log = calibrate::embedded_nccl_tests_log(f.name);
+      fmt::print("builtin:{}  ({} ranks, {} node(s), {}, {} rows)\n", f.name, log.nranks, log.nodes,
+                 log.gpu, log.rows.size());
+    }
+    return kExitOk;
+  }
+  if (action != "fit" && action != "check") {
+    throw po::error(fmt::format("unknown action '{}' (fit, check, logs)", action));
+  }
+  HardwareOptions hw;
+  std::vector<std::string> logs;
+  std::string out_path;
+  po::options_description desc(usage);
+  desc.add_options()("help,h", "show this help")("nccl-tests", po::value(&logs)->multitoken(),
+                                                 "nccl-tests logs")(
+      "output,o", po::value(&out_path), "fit: write the fitted profile here")(
+      "json", "print the rows as JSON")("markdown",
+                                        "check: print Markdown tables (docs/VALIDATION.md)");
+  add_hardware_options(desc, hw);
+  po::variables_map vm;
+  po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
+                .options(desc)
+                .run(),
+            vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (logs.empty()) {
+    throw po::error("--nccl-tests needs at least one log");
+  }
+  if (action == "fit" && out_path.empty()) {
+    throw po::error("fit needs -o PROFILE.json");
+  }
+  std::vector<calibrate::FitInput> inputs;
+  for (const std::string& spec : logs) {
+    inputs.push_back(load_input(spec, hw));
+  }
+  // The prior: --profile, or the built-in profile of the first log's GPU type.
+  const calibrate::HardwareProfile prior =
+      hw.profile.empty()
+          ? calibrate::default_profile_for_gpu(inputs.front().cluster.spec().gpu_type)
+          : calibrate::load_profile(hw.profile);
+  for (const calibrate::FitInput& in : inputs) {
+    if (in.cluster.spec().gpu_type != prior.gpu_type) {
+      throw Error(fmt::format("{} ran on {} GPUs but the profile '{}' describes {}", in.name,
+                              in.cluster.spec().gpu_type, prior.origin, prior.gpu_type));
+    }
+  }
+  if (action == "check") {
+    const auto rows = calibrate::evaluate_profile(prior, inputs);
+    if (vm.count("json")) {
+      nlohmann::ordered_json out;
+      out["context"] = {{"lagom_version", std::string(version())},
+                        {"git_sha", std::string(git_sha())},
+                        {"command", "calibrate check"},
+                        {"profile", prior.origin}};
+      out["rows"] = rows_json(rows);
+      std::cout << out.dump(1) << "\n";
+    } else {
+      if (!vm.count("markdown")) {
+        fmt::print("# profile {}\n", prior.origin);
+      }
+      print_rows(rows, false, vm.count("markdown") > 0);
+    }
+    return kExitOk;
+  }
+  std::string note;
+  for (const auto& in : inputs) {
+    note += fmt::format("{}{} on {} x{}", note.empty() ? "" : ", ", in.name, in.cluster.name(),
+                        in.cluster.nodes());
+  }
+  calibrate::FitOptions opt;
+  opt.source_note = "fit to nccl-tests " + note;
+  calibrate::FitResult fit = calibrate::fit_profile(prior, inputs, opt);
+  fit.profile.calibration.push_back(fmt::format(
+      "lagom {} calibrate fit ({} iterations) to nccl-tests {}", version(), fit.iterations, note));
+  {
+    const auto big = calibrate::summarize_errors(fit.rows, kMiB, kNoMax);
+    fit.profile.calibration.push_back(
+        fmt::format("residuals over {} rows >= 1 MiB: median {:.1f}%, max {:.1f}%", big.rows,
+                    100 * big.median, 100 * big.max));
+  }
+  std::ofstream out(out_path, std::ios::binary);
+  if (!out) {
+    throw Error(fmt::format("cannot write profile '{}'", out_path));
+  }
+  out << calibrate::profile_to_json(fit.profile);
+  out.close();
+  if (!out) {
+    throw Error(fmt::format("error while writing profile '{}'", out_path));
+  }
+  if (vm.count("json")) {
+    nlohmann::ordered_json j;
+    j["context"] = {{"lagom_version", std::string(version())},
+                    {"git_sha", std::string(git_sha())},
+                    {"command", "calibrate fit"},
+                    {"prior", prior.origin},
+                    {"output", out_path}};
+    j["iterations"] = fit.iterations;
+    j["changed"] = fit.changed;
+    j["rows"] = rows_json(fit.rows);
+    std::cout << j.dump(1) << "\n";
+    return kExitOk;
+  }
+  fmt::print("# lagom calibrate fit: prior {}, {} rows, {} iterations\n# parameters moved:\n",
+             prior.origin, fit.rows.size(), fit.iterations);
+  for (const std::string& c : fit.changed) {
+    fmt::print("#   {}\n", c);
+  }
+  fmt::print("#\n");
+  print_rows(fit.rows, true, false);
+  fmt::print("# wrote {}\n", out_path);
+  return kExitOk;
+}
+
+}  // namespace lagom::cli

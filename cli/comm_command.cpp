@@ -1,0 +1,206 @@
+// `lagom comm`: nccl-tests in silico — time one collective over a range of sizes on a cluster,
+// with NCCL's own choice or any pinned algorithm, protocol, channels, threads and chunk size.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "commands.hpp"
+#include "hardware_options.hpp"
+#include "lagom/common/build_info.hpp"
+#include "lagom/common/error.hpp"
+#include "lagom/common/units.hpp"
+#include "lagom/sim/collective_model.hpp"
+#include "lagom/sim/config_override.hpp"
+#include "lagom/sim/nccl_topology.hpp"
+#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/topologies/communicator.hpp"
+
+namespace lagom::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+// nccl-tests' element counts: float elements, per rank for AllGather/ReduceScatter/AllToAll.
+std::int64_t element_count(sim::CollKind kind, std::int64_t bytes, int nranks) {
+  const std::int64_t elems = bytes / 4;
+  switch (kind) {
+    case sim::CollKind::kAllGather:
+    case sim::CollKind::kReduceScatter:
+    case sim::CollKind::kAllToAll:
+      return elems / nranks;
+    default:
+      return elems;
+  }
+}
+
+}  // namespace
+
+int comm_command(const std::vector<std::string>& args) {
+  HardwareOptions hw;
+  std::string coll_name;
+  std::string min_text = "8";
+  std::string max_text = "1G";
+  int factor = 2;
+  int ranks = 0;
+  std::string algo_text;
+  std::string proto_text;
+  int nchannels = 0;
+  int nthreads = 0;
+  std::string chunk_text;
+  po::options_description desc(
+      "Usage: lagom comm --coll KIND --cluster PRESET [--nodes N] [--ranks R] [-b MIN] [-e MAX]\n"
+      "                  [-f FACTOR] [--algo A] [--proto P] [--nchannels N] [--nthreads T]\n"
+      "                  [--chunk BYTES] [--profile FILE] [--json]\n\n"
+      "Times one collective alone, like nccl-tests' *_perf programs: sizes from -b to -e (the\n"
+      "nccl-tests 'size' column: total bytes of the largest buffer), NCCL 2.28's own choice of\n"
+      "algorithm, protocol, channels, threads and chunk for each size unless pinned.\n\nOptions");
+  desc.add_options()("help,h", "show this help")(
+      "coll", po::value(&coll_name),
+      "allreduce | allgather | reducescatter | broadcast | reduce | alltoall | sendrecv")(
+      "ranks", po::value(&ranks), "ranks 0..R-1 of the cluster (default: all its GPUs)")(
+      ",b", po::value(&min_text), "smallest size (8, 32K, 1M, 16G; default 8)")(
+      ",e", po::value(&max_text), "largest size (default 1G)")(
+      ",f", po::value(&factor), "size multiplication factor (default 2)")(
+      "algo", po::value(&algo_text),
+      "Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT")(
+      "proto", po::value(&proto_text), "LL, LL128, Simple")("nchannels", po::value(&nchannels),
+                                                            "channels (CTAs), 1..64")(
+      "nthreads", po::value(&nthreads), "threads per channel, a multiple of 32")(
+      "chunk", po::value(&chunk_text), "chunk size in bytes (e.g. 512K)")(
+      "json", "print {\"context\", \"rows\"} as JSON");
+  add_hardware_options(desc, hw);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (coll_name.empty()) {
+    throw po::error("--coll is required");
+  }
+  const auto kind = sim::parse_coll_kind(coll_name);
+  if (!kind) {
+    throw Error(
+        fmt::format("unknown collective '{}' (known: allreduce, allgather, "
+                    "reducescatter, broadcast, reduce, alltoall, sendrecv)",
+                    coll_name));
+  }
+  const std::int64_t min_bytes = parse_bytes(min_text, "-b");
+  const std::int64_t max_bytes = parse_bytes(max_text, "-e");
+  if (min_bytes > max_bytes) {
+    throw Error(fmt::format("-b ({}) is larger than -e ({})", min_text, max_text));
+  }
+  if (factor < 2 && min_bytes != max_bytes) {
+    throw Error(fmt::format("-f must be at least 2, got {}", factor));
+  }
+  sim::ConfigOverride pin;
+  if (!algo_text.empty() && !(pin.algo = sim::parse_algorithm(algo_text))) {
+    throw Error(
+        fmt::format("unknown algorithm '{}' (NCCL's: Tree, Ring, CollNetDirect, "
+                    "CollNetChain, NVLS, NVLSTree, PAT)",
+                    algo_text));
+  }
+  if (!proto_text.empty() && !(pin.proto = sim::parse_protocol(proto_text))) {
+    throw Error(fmt::format("unknown protocol '{}' (NCCL's: LL, LL128, Simple)", proto_text));
+  }
+  if (vm.count("nchannels") && nchannels < 1) {
+    throw Error(fmt::format("--nchannels must be at least 1, got {}", nchannels));
+  }
+  if (vm.count("nthreads") && nthreads < 1) {
+    throw Error(fmt::format("--nthreads must be positive, got {}", nthreads));
+  }
+  pin.nchannels = nchannels;
+  pin.nthreads = nthreads;
+  pin.chunk_bytes = chunk_text.empty() ? 0 : parse_bytes(chunk_text, "--chunk");
+  if (!chunk_text.empty() && pin.chunk_bytes == 0) {
+    throw Error("--chunk must be at least 1 byte");
+  }
+
+  const Hardware h = load_hardware(hw);
+  const int nranks = ranks == 0 ? h.cluster.gpu_count() : ranks;
+  if (nranks < 1 || nranks > h.cluster.gpu_count()) {
+    throw Error(
+        fmt::format("--ranks {} does not fit cluster '{}' with {} GPUs ({} node(s) x {}); "
+                    "pass --nodes to make it larger",
+                    nranks, h.cluster.name(), h.cluster.gpu_count(), h.cluster.nodes(),
+                    h.cluster.gpus_per_node()));
+  }
+  std::vector<int> members(static_cast<std::size_t>(nranks));
+  std::iota(members.begin(), members.end(), 0);
+  const topologies::CommunicatorInfo info = topologies::describe_communicator(h.cluster, members);
+  const sim::NcclCommInfo nccl = sim::nccl_comm_info(h.cluster, info);
+  const sim::NcclTables tables = sim::nccl_tune_model(nccl);
+  const sim::CollectiveModel model(h.profile, info);
+
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::vector<std::string> lines;
+  for (std::int64_t size = min_bytes;; size *= factor) {
+    sim::CommConfig cfg;
+    try {
+      cfg = sim::resolve_config(tables, *kind, size, pin);
+    } catch (const Error& e) {
+      throw Error(fmt::format("at {} bytes: {}", size, e.what()));
+    }
+    const sim::CollectiveEstimate e = model.estimate(*kind, size, cfg);
+    const double algbw = e.time_us > 0 ? static_cast<double>(size) / (e.time_us * 1e3) : 0.0;
+    const double busbw = algbw * sim::busbw_factor(*kind, nranks);
+    rows.push_back({{"size_bytes", size},
+                    {"count", element_count(*kind, size, nranks)},
+                    {"time_us", e.time_us},
+                    {"algbw_GBps", algbw},
+                    {"busbw_GBps", busbw},
+                    {"algo", std::string(sim::to_string(cfg.algo))},
+                    {"proto", std::string(sim::to_string(cfg.proto))},
+                    {"nchannels", cfg.nchannels},
+                    {"nthreads", cfg.nthreads},
+                    {"chunk_bytes", cfg.chunk_bytes},
+                    {"bottleneck", e.bottleneck}});
+    lines.push_back(
+        fmt::format("{:>12}  {:>12}  {:>6}  {:>9.2f}  {:>7.2f}  {:>7.2f}  {:<8} {:<6} "
+                    "{:>4} {:>5} {:>9}  {}",
+                    size, element_count(*kind, size, nranks), "float", e.time_us, algbw, busbw,
+                    sim::to_string(cfg.algo), sim::to_string(cfg.proto), cfg.nchannels,
+                    cfg.nthreads, cfg.chunk_bytes, e.bottleneck));
+    if (size >= max_bytes || size > max_bytes / factor || factor < 2) {
+      break;
+    }
+  }
+  nlohmann::ordered_json context;
+  context["lagom_version"] = std::string(version());
+  context["git_sha"] = std::string(git_sha());
+  context["command"] = "comm";
+  context["coll"] = std::string(sim::to_string(*kind));
+  context["cluster"] = h.cluster.name();
+  context["nodes"] = h.cluster.nodes();
+  context["gpus_per_node"] = h.cluster.gpus_per_node();
+  context["ranks"] = nranks;
+  context["profile"] = h.profile.origin;
+  if (vm.count("json")) {
+    nlohmann::ordered_json out;
+    out["context"] = std::move(context);
+    out["rows"] = std::move(rows);
+    std::cout << out.dump(1) << "\n";
+    return kExitOk;
+  }
+  fmt::print("# lagom {} comm: {} on {} ({} node(s) x {} {}), {} ranks\n", version(),
+             sim::to_string(*kind), h.cluster.name(), h.cluster.nodes(), h.cluster.gpus_per_node(),
+             h.cluster.spec().gpu_type, nranks);
+  fmt::print("# profile {}; model: docs/models.md\n#\n", h.profile.origin);
+  fmt::print("# {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>7}  {:<8} {:<6} {:>4} {:>5} {:>9}  {}\n",
+             "size", "count", "type", "time", "algbw", "busbw", "algo", "proto", "nch", "nthr",
+             "chunk", "bottleneck");
+  fmt::print("# {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>7}  {:<8} {:<6} {:>4} {:>5} {:>9}\n", "(B)",
+             "(elements)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "", "", "(B)");
+  for (const std::string& l : lines) {
+    fmt::print("{}\n", l);
+  }
+  return kExitOk;
+}
+
+}  // namespace lagom::cli

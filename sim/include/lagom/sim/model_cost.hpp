@@ -1,0 +1,56 @@
+// The CostModel the engine uses on a real cluster: Lagom's models time every op that carries
+// no duration_us.
+//  * Collectives and send/recv: the collective model (collective_model.hpp) with the op's
+//    pinned config (format field "config") or, for what is not pinned, NCCL 2.28's own choice
+//    for that communicator and size (nccl_tuning.hpp). A pinned config NCCL would refuse is an
+//    error naming the op and the rule.
+//  * Memcpy: a device-to-device copy reads and writes every byte: 2 * bytes / HBM bandwidth.
+//  * Compute: needs the compute model, which is not built yet: such ops must carry duration_us.
+// Workload rank r runs on cluster GPU r (node r / gpus_per_node).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/sim/collective_model.hpp"
+#include "lagom/sim/comm_config.hpp"
+#include "lagom/sim/cost_model.hpp"
+#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/topologies/cluster.hpp"
+
+namespace lagom::sim {
+
+class ModelCost final : public CostModel {
+ public:
+  // Checks that the workload fits the cluster and that every pinned config is legal; throws
+  // lagom::Error naming the op otherwise. The cluster, profile and workload must outlive this.
+  ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
+            const traces::Workload& w);
+  ~ModelCost() override;
+
+  std::string_view name() const override { return name_; }
+  Time standalone_time(const traces::Workload& w, const traces::ExecutionGraph& graph,
+                       traces::OpId op) const override;
+
+  // The configuration a communication op runs with and the model's breakdown of its time.
+  CommConfig config_for(const traces::Workload& w, traces::OpId op) const;
+  CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op) const;
+
+ private:
+  struct Communicator;
+  const Communicator& communicator_of(const traces::Workload& w, traces::OpId op) const;
+
+  const topologies::Cluster& cluster_;
+  const calibrate::HardwareProfile& profile_;
+  std::string name_;
+  std::vector<std::unique_ptr<Communicator>> groups_;  // by GroupId
+  // Send/recv without a group: the two ranks, keyed by (low, high).
+  std::map<std::pair<int, int>, std::unique_ptr<Communicator>> pairs_;
+};
+
+}  // namespace lagom::sim

@@ -1,0 +1,134 @@
+// Lagom's models as the engine's CostModel (see model_cost.hpp).
+#include "lagom/sim/model_cost.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lagom/common/error.hpp"
+#include "lagom/sim/config_override.hpp"
+#include "lagom/sim/nccl_topology.hpp"
+#include "lagom/topologies/communicator.hpp"
+
+namespace lagom::sim {
+
+struct ModelCost::Communicator {
+  topologies::CommunicatorInfo info;
+  NcclCommInfo nccl;
+  NcclTables tables;
+  std::unique_ptr<CollectiveModel> model;
+};
+
+namespace {
+
+CollKind coll_of(const traces::Workload& w, traces::OpId op) {
+  auto k = coll_kind_of(w.kind(op));
+  if (!k) {
+    throw Error(fmt::format("{} is not a communication op", w.describe(op)));
+  }
+  return *k;
+}
+
+}  // namespace
+
+ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
+                     const traces::Workload& w)
+    : cluster_(cluster), profile_(profile) {
+  name_ = fmt::format("lagom collective model (profile {}, cluster {} x{} nodes)", profile.origin,
+                      cluster.name(), cluster.nodes());
+  if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count())) {
+    throw Error(
+        fmt::format("the workload has {} ranks but cluster '{}' has {} GPUs ({} node(s) x "
+                    "{}); pass --nodes to make it larger",
+                    w.rank_count(), cluster.name(), cluster.gpu_count(), cluster.nodes(),
+                    cluster.gpus_per_node()));
+  }
+  auto make = [&](std::vector<int> ranks) {
+    auto c = std::make_unique<Communicator>();
+    c->info = topologies::describe_communicator(cluster, ranks);
+    c->nccl = nccl_comm_info(cluster, c->info);
+    c->tables = nccl_tune_model(c->nccl);
+    c->model = std::make_unique<CollectiveModel>(profile_, c->info);
+    return c;
+  };
+  for (const traces::Group& g : w.groups()) {
+    groups_.push_back(make(std::vector<int>(g.ranks.begin(), g.ranks.end())));
+  }
+  for (traces::OpId op = 0; op < w.op_count(); ++op) {
+    if (traces::is_p2p(w.kind(op)) && w.group(op) == traces::kNoGroup) {
+      const int a = static_cast<int>(w.rank_of(op));
+      const int b = w.peer(op);
+      const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
+      if (!pairs_.count(key)) {
+        pairs_.emplace(key, make(std::vector<int>{key.first, key.second}));
+      }
+    }
+  }
+  // Check pinned configs now, so a bad one stops the run before it starts.
+  for (traces::OpId op = 0; op < w.op_count(); ++op) {
+    if (w.pinned_config(op) != nullptr) {
+      config_for(w, op);
+    }
+  }
+}
+
+ModelCost::~ModelCost() = default;
+
+const ModelCost::Communicator& ModelCost::communicator_of(const traces::Workload& w,
+                                                          traces::OpId op) const {
+  if (w.group(op) != traces::kNoGroup) {
+    return *groups_[static_cast<std::size_t>(w.group(op))];
+  }
+  const int a = static_cast<int>(w.rank_of(op));
+  const int b = w.peer(op);
+  return *pairs_.at({std::min(a, b), std::max(a, b)});
+}
+
+CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) const {
+  const CollKind kind = coll_of(w, op);
+  const Communicator& c = communicator_of(w, op);
+  ConfigOverride pin;
+  if (const traces::PinnedConfig* p = w.pinned_config(op)) {
+    if (!p->algo.empty() && !(pin.algo = parse_algorithm(p->algo))) {
+      throw Error(
+          fmt::format("{}: unknown algorithm '{}' in 'config' (NCCL's: Tree, Ring, "
+                      "CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)",
+                      w.describe(op), p->algo));
+    }
+    if (!p->proto.empty() && !(pin.proto = parse_protocol(p->proto))) {
+      throw Error(fmt::format("{}: unknown protocol '{}' in 'config' (NCCL's: LL, LL128, Simple)",
+                              w.describe(op), p->proto));
+    }
+    pin.nchannels = p->nchannels;
+    pin.nthreads = p->nthreads;
+    pin.chunk_bytes = p->chunk_bytes;
+  }
+  try {
+    return resolve_config(c.tables, kind, w.bytes(op), pin);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: pinned config: {}", w.describe(op), e.what()));
+  }
+}
+
+CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op) const {
+  const Communicator& c = communicator_of(w, op);
+  return c.model->estimate(coll_of(w, op), w.bytes(op), config_for(w, op));
+}
+
+Time ModelCost::standalone_time(const traces::Workload& w, const traces::ExecutionGraph&,
+                                traces::OpId op) const {
+  switch (w.kind(op)) {
+    case traces::OpKind::kCompute:
+      throw Error(fmt::format(
+          "{} has no 'duration_us'; compute ops need a fixed duration until the compute model "
+          "exists",
+          w.describe(op)));
+    case traces::OpKind::kMemcpy:
+      return Time::from_us(2.0 * static_cast<double>(w.bytes(op)) /
+                           (profile_.gpu.hbm_GBps.value * 1e3));
+    default:
+      return Time::from_us(estimate(w, op).time_us);
+  }
+}
+
+}  // namespace lagom::sim
