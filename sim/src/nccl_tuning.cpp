@@ -1052,6 +1052,10 @@ NcclChoice plan_collective(const NcclTables& t, CollKind coll, Algorithm algo, P
   } else if (algo == Algorithm::kNvls || algo == Algorithm::kNvlsTree) {
     nc = c.nnodes > 1 && algo == Algorithm::kNvls ? std::min(c.nvls_channels, c.nchannels)
                                                   : c.nvls_channels;
+    if (nc < 1) {  // no NVLink SHARP here: NCCL never runs it (and the cell split needs nc >= 1)
+      throw Error(fmt::format("{} needs NVLink SHARP channels; this communicator has none",
+                              to_string(algo)));
+    }
   } else {
     while (nbytes < static_cast<std::int64_t>(nc) * nt * threshold && nc >= 2) {
       nc--;
