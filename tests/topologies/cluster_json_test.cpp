@@ -24,8 +24,12 @@ std::string preset_text(const std::string& name) {
 }
 
 TEST(ClusterPresets, ListsEveryPreset) {
-  EXPECT_EQ(list_cluster_presets(), (std::vector<std::string>{"a40-nvlink", "a40-pcie", "dgx-a100",
-                                                              "dgx-h100", "hgx-h200"}));
+  EXPECT_EQ(list_cluster_presets(), (std::vector<std::string>{"a40-nvlink", "a40-pcie", "aws-p5",
+                                                              "dgx-a100", "dgx-h100", "hgx-h200"}));
+  // The embedded text is the preset's file.
+  EXPECT_EQ(std::string(cluster_preset_text("aws-p5")), preset_text("aws-p5"));
+  EXPECT_NE(error_of([] { cluster_preset_text("p5"); }).find("unknown cluster preset 'p5'"),
+            std::string::npos);
 }
 
 TEST(ClusterPresets, EveryPresetLoadsWithOneNodeAndCitesItsSources) {
@@ -86,6 +90,43 @@ TEST(ClusterPresets, NumbersMatchTheReferences) {
   EXPECT_EQ(b.pcie.generation, 4);
   EXPECT_EQ(b.network.nics.size(), 1u);
   EXPECT_DOUBLE_EQ(b.network.nic_speed_Gbps, 100.0);
+  // Files without NIC counts keep meaning one NIC per entry.
+  for (const ClusterSpec* s : {&h100, &h200, &a100, &a, &b}) {
+    EXPECT_EQ(s->nics_per_node(), static_cast<int>(s->network.nics.size()));
+  }
+}
+
+TEST(ClusterPresets, AwsP5MatchesAwsAndAwsOfiNccl) {
+  const ClusterSpec p5 = load_cluster_spec("aws-p5");
+  // AWS: 8x H100, 900 GB/s NVSwitch peer-to-peer (bidirectional), NVLS as on dgx-h100.
+  EXPECT_EQ(p5.gpu_type, load_cluster_spec("dgx-h100").gpu_type);
+  EXPECT_EQ(p5.compute_capability, 90);
+  EXPECT_EQ(p5.gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(
+      2 * p5.intra_node.nvlink->links_per_gpu * p5.intra_node.nvlink->link_bandwidth_GBps, 900.0);
+  EXPECT_TRUE(p5.intra_node.nvswitch->nvls);
+  // AWS: up to 32 network cards and 3200 Gb/s: 100 Gb/s each. aws-ofi-nccl's topology: four
+  // behind each GPU's PCIe switch.
+  EXPECT_EQ(p5.nics_per_node(), 32);
+  EXPECT_DOUBLE_EQ(p5.network.nic_speed_Gbps, 3200.0 / 32);
+  EXPECT_DOUBLE_EQ(p5.nics_per_node() * p5.network.nic_speed_Gbps, 3200.0);
+  ASSERT_EQ(p5.network.nics.size(), 8u);
+  for (std::size_t i = 0; i < p5.network.nics.size(); ++i) {
+    const NicSpec& nic = p5.network.nics[i];
+    EXPECT_EQ(nic.count, 32 / 8);
+    EXPECT_EQ(nic.gpus, std::vector<int>{static_cast<int>(i)});
+    EXPECT_EQ(nic.attach, p5.pcie.gpu_attach[i]);  // same switch as its GPU: PIX
+    // 4 x 100 Gb/s = 400 Gb/s = 50 GB/s per GPU per direction.
+    EXPECT_DOUBLE_EQ(p5.nic_entry_bandwidth_GBps(i), 4 * 100.0 / 8);
+  }
+  // Two sockets of AMD EPYC 7R13 (AWS), four switches under each (aws-ofi-nccl).
+  EXPECT_EQ(p5.cpu.sockets, 2);
+  EXPECT_EQ(p5.cpu.vendor, CpuVendor::kAmd);
+  EXPECT_NE(p5.cpu.model.find("7R13"), std::string::npos);
+  EXPECT_EQ(p5.pcie.switches.size(), 8u);
+  EXPECT_EQ(p5.pcie.generation, 5);
+  EXPECT_EQ(p5.network.fabric.kind, FabricKind::kSingleSwitch);
+  EXPECT_FALSE(p5.assumptions.empty());
 }
 
 TEST(ClusterPresets, NodesOverridesThePresetAndFiles) {
@@ -130,6 +171,16 @@ TEST(ClusterSpecValidate, ANodeWithoutNicsCannotBeMultiNode) {
   EXPECT_NE(error_of([&] { validate(s); }).find("network: a cluster of 2 nodes needs NICs"),
             std::string::npos);
   EXPECT_NE(error_of([&] { Cluster c(s); }).find("needs NICs"), std::string::npos);
+}
+
+TEST(ClusterSpecValidate, NicCountsSetInCode) {
+  ClusterSpec s = load_cluster_spec("dgx-h100");
+  s.network.nics[3].count = 2;
+  validate(s);
+  EXPECT_EQ(s.nics_per_node(), 9);
+  s.network.nics[3].count = 0;
+  EXPECT_NE(error_of([&] { validate(s); }).find("network.nics[3].count: must be between 1 and 64"),
+            std::string::npos);
 }
 
 // One bad document: a change to the dgx-h100 preset and the message it must give.
@@ -213,6 +264,14 @@ const BadCase kBadCases[] = {
      "affinity \"rail-optimized\" needs one NIC per GPU: 4 NICs for 8 GPUs"},
     {"NIC serving no GPU", [](json& d) { d["network"]["nics"][0]["gpus"] = json::array(); },
      "network.nics[0].gpus: must list at least one GPU"},
+    {"zero NICs in an entry", [](json& d) { d["network"]["nics"][2]["count"] = 0; },
+     "network.nics[2].count: must be between 1 and 64, got 0"},
+    {"NIC count as string", [](json& d) { d["network"]["nics"][2]["count"] = "4"; },
+     "network.nics[2].count: expected an integer, got the string \"4\""},
+    {"fractional NIC count", [](json& d) { d["network"]["nics"][2]["count"] = 1.5; },
+     "network.nics[2].count: expected an integer, got the number 1.5"},
+    {"unknown NIC field", [](json& d) { d["network"]["nics"][0]["ports"] = 2; },
+     "network.nics[0]: unknown field 'ports' (known fields: attach, gpus, count)"},
     {"unknown affinity", [](json& d) { d["network"]["affinity"] = "rail"; },
      "network.affinity: unknown value \"rail\" (expected one of \"rail-optimized\", \"shared\")"},
     {"unknown fabric kind", [](json& d) { d["network"]["fabric"]["kind"] = "dragonfly"; },

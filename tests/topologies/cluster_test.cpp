@@ -203,6 +203,54 @@ TEST(Cluster, DgxA100NicIsTwoSwitchesAway) {
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps, 200.0 / 8.0);
 }
 
+TEST(Cluster, NicEntryBundlesItsNics) {
+  // aws-p5: each GPU's four 100 Gb/s EFA interfaces are one entry of count 4 behind the GPU's
+  // PCIe switch; the network is one non-blocking switch.
+  const Cluster c = load_cluster("aws-p5", 2);
+  const ClusterSpec& s = c.spec();
+  const int count = s.network.nics[0].count;
+  ASSERT_EQ(count, 4);
+  const Path p = c.path(0, 8);
+  EXPECT_EQ(p.type, PathType::kNet);
+  // GPU 0 -> sw0 -> NIC 0 -> switch -> node 1's NIC 0 -> sw0 -> GPU 8.
+  ASSERT_EQ(p.hops.size(), 6u);
+  EXPECT_EQ(p.hops[1].from, (Endpoint{VertexKind::kPcieSwitch, 0, 0}));
+  EXPECT_EQ(p.hops[1].to, (Endpoint{VertexKind::kNic, 0, 0}));
+  EXPECT_EQ(c.name_of(p.hops[2].to), "switch");
+  // The NIC's PCIe links and network links are bundles of `count`, their bandwidths added.
+  const Link nic_pcie = c.link(p.hops[1].link_id);
+  EXPECT_EQ(nic_pcie.count, count);
+  EXPECT_DOUBLE_EQ(nic_pcie.bandwidth_GBps, count * s.pcie.link_bandwidth_GBps);
+  const Link nic_net = c.link(p.hops[2].link_id);
+  EXPECT_EQ(nic_net.link_class, LinkClass::kNetwork);
+  EXPECT_EQ(nic_net.count, count);
+  EXPECT_DOUBLE_EQ(nic_net.bandwidth_GBps, count * s.network.nic_speed_Gbps / 8.0);
+  // 4 x 100 Gb/s = 50 GB/s, below the GPU's own Gen5 x16 link (64 GB/s).
+  EXPECT_DOUBLE_EQ(p.bottleneck_GBps,
+                   std::min(s.pcie.link_bandwidth_GBps, count * s.network.nic_speed_Gbps / 8.0));
+  EXPECT_DOUBLE_EQ(p.bottleneck_GBps, 50.0);
+  EXPECT_EQ(p.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_DOUBLE_EQ(p.latency_us, 4 * s.pcie.latency_us + 2 * s.network.fabric.latency_us);
+  // GPU to GPU inside a node stays on NVLink.
+  EXPECT_EQ(c.path(0, 7).type, PathType::kNvl);
+}
+
+TEST(Cluster, RailLeafUplinkCarriesTheWholeNicEntry) {
+  ClusterSpec s = load_cluster_spec("dgx-h100", 3);
+  for (NicSpec& nic : s.network.nics) {
+    nic.count = 2;
+  }
+  const Cluster c(s);
+  const Path p = c.path(1, 10);  // rail 1 to rail 2, through the spine
+  ASSERT_EQ(p.hops.size(), 8u);
+  EXPECT_EQ(c.name_of(p.hops[3].to), "spine");
+  // A leaf's uplink carries what its 3 NIC entries of 2 x 400 Gb/s can send.
+  EXPECT_DOUBLE_EQ(p.hops[3].bandwidth_GBps, 3 * 2 * s.network.nic_speed_Gbps / 8.0);
+  // Each GPU's path: min(its Gen5 x16 link 64, 2 x 50 = 100) = 64: PCIe now limits.
+  EXPECT_DOUBLE_EQ(p.bottleneck_GBps, s.pcie.link_bandwidth_GBps);
+  EXPECT_EQ(p.bottleneck_class, LinkClass::kPcie);
+}
+
 TEST(Cluster, ScalesTo16kGpus) {
   const Cluster c = load_cluster("dgx-h100", 2048);
   EXPECT_EQ(c.gpu_count(), 16384);

@@ -2,6 +2,7 @@
 // and the NCCL search estimate, with the expected values derived here from the presets.
 #include "lagom/topologies/communicator.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,6 +75,51 @@ TEST(Communicator, TwoDgxH100Nodes) {
   EXPECT_TRUE(i.nvls_available);  // NVLSTree across nodes
   EXPECT_EQ(i.nvls.link_classes, three);
   EXPECT_DOUBLE_EQ(i.nvls.bottleneck_GBps, 400.0);
+}
+
+TEST(Communicator, TwoAwsP5Nodes) {
+  const Cluster c = load_cluster("aws-p5", 2);
+  const ClusterSpec& s = c.spec();
+  const CommunicatorInfo i = describe_communicator(c, iota(16));
+  EXPECT_EQ(i.nnodes, 2);
+  EXPECT_EQ(i.intra_path_type, PathType::kNvl);
+  EXPECT_DOUBLE_EQ(i.intra_bw_GBps, gpu_nvlink_GBps(s));
+  // Each GPU's four 100 Gb/s EFA interfaces add up to 4 x 12.5 = 50 GB/s, below its Gen5 x16
+  // PCIe link (64 GB/s); they sit on the GPU's own switch (PIX).
+  const double per_gpu = s.network.nics[0].count * s.network.nic_speed_Gbps / 8.0;
+  EXPECT_DOUBLE_EQ(per_gpu, 50.0);
+  EXPECT_DOUBLE_EQ(i.inter_bw_GBps, std::min(per_gpu, s.pcie.link_bandwidth_GBps));
+  EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(i.nic_path_type, PathType::kPix);
+  // The ring leaves each node once per ring: 32 x 100 Gb/s = 3200 Gb/s = 400 GB/s < 450 NVLink.
+  const double node_GBps = s.nics_per_node() * s.network.nic_speed_Gbps / 8.0;
+  EXPECT_DOUBLE_EQ(node_GBps, 400.0);
+  EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, std::min(gpu_nvlink_GBps(s), node_GBps));
+  EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(i.ring.link_classes,
+            classes({LinkClass::kNvlink, LinkClass::kPcie, LinkClass::kNetwork}));
+  EXPECT_DOUBLE_EQ(i.tree.bottleneck_GBps, node_GBps);
+  EXPECT_TRUE(i.nvls_available);  // NVSwitch with NVLS, as dgx-h100 (NVLSTree across nodes)
+  EXPECT_DOUBLE_EQ(i.nvls.bottleneck_GBps, node_GBps);
+}
+
+TEST(Communicator, NicEntriesSharedByGpusSplitTheirSum) {
+  // aws-p5 with its 32 interfaces regrouped as 4 entries of 8, each shared by two GPUs.
+  ClusterSpec s = load_cluster_spec("aws-p5", 2);
+  s.network.affinity = NicAffinity::kShared;
+  s.network.nics.clear();
+  for (int k = 0; k < 4; ++k) {
+    s.network.nics.push_back({fmt::format("sw{}", 2 * k), {2 * k, 2 * k + 1}, 8});
+  }
+  const Cluster c(s);
+  const CommunicatorInfo i = describe_communicator(c, iota(16));
+  // Per entry min(8 x 12.5 = 100, one Gen5 x16 link from the GPU = 64) for two GPUs; the odd GPUs
+  // reach it through the CPU (PHB).
+  const double entry = std::min(8 * s.network.nic_speed_Gbps / 8.0, s.pcie.link_bandwidth_GBps);
+  EXPECT_DOUBLE_EQ(i.inter_bw_GBps, entry / 2);
+  EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kPcie);
+  EXPECT_EQ(i.nic_path_type, PathType::kPhb);
+  EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, 4 * entry);
 }
 
 TEST(Communicator, OneRankPerNode) {
@@ -217,6 +263,19 @@ TEST(NcclSearchEstimate, TwoDgxH100Nodes) {
   // 7/8 of them: 8 x 48 x 7/8 = 336 <= 370.8. 8 x 48 = 384 >= 370.8 ends the search, and
   // DupChannels skips sm90 graphs under 50 GB/s with more than 4 channels.
   const double max_bw = std::min(16 * 240.0 / 80.0, 400.0 / 8.0);
+  EXPECT_DOUBLE_EQ(max_bw, 48.0);
+  EXPECT_EQ(i.nccl.channels, 8);
+  EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, max_bw);
+  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+}
+
+TEST(NcclSearchEstimate, TwoAwsP5Nodes) {
+  const CommunicatorInfo i = describe_communicator(load_cluster("aws-p5", 2), iota(16));
+  // aws-ofi-nccl presents each GPU's four 100 Gb/s EFA interfaces as one device of 400 Gb/s:
+  // NET 400 / 8 = 50, behind the GPU's PCIe Gen5 x16 switch (48 in NCCL units). maxBw = 48, and
+  // the search goes as on dgx-h100: one ring per NIC, 8 rings at 48, no DupChannels.
+  const double max_bw = std::min(16 * 240.0 / 80.0, 4 * 100.0 / 8.0);
   EXPECT_DOUBLE_EQ(max_bw, 48.0);
   EXPECT_EQ(i.nccl.channels, 8);
   EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, max_bw);

@@ -219,8 +219,11 @@ Cluster::Cluster(ClusterSpec spec) {
            by_id.at(s.pcie.gpu_attach[static_cast<std::size_t>(i)]));
     }
     for (int i = 0; i < nics; ++i) {
-      pcie(nic_v[static_cast<std::size_t>(i)],
-           by_id.at(s.network.nics[static_cast<std::size_t>(i)].attach));
+      // An entry of `count` NICs: one PCIe link each, bundled.
+      const NicSpec& nic = s.network.nics[static_cast<std::size_t>(i)];
+      add_link(nic_v[static_cast<std::size_t>(i)], by_id.at(nic.attach), LinkClass::kPcie,
+               nic.count * s.pcie.link_bandwidth_GBps, s.pcie.latency_us, nic.count,
+               nic.count * pcie_nccl);
     }
     // CPU interconnect: every pair of sockets.
     for (int a = 0; a < s.cpu.sockets; ++a) {
@@ -254,21 +257,26 @@ Cluster::Cluster(ClusterSpec spec) {
     } else {
       spine = add_vertex(g, VertexKind::kNetworkSwitch, -1, -1);
     }
-    const double nic_bw = s.nic_bandwidth_GBps();
+    // An entry of `count` NICs is one bundle of `count` links whose bandwidths add up; NCCL sees
+    // it as one device of count x the speed (aws-ofi-nccl's multi-rail devices do exactly that).
     m.nic_link_base = m.edges.size();
     for (int node = 0; node < s.nodes; ++node) {
       for (int i = 0; i < nics; ++i) {
         const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
                               m.nic_vertex[static_cast<std::size_t>(i)];
-        add_link(v, rail ? leaf[static_cast<std::size_t>(i)] : spine, LinkClass::kNetwork, nic_bw,
-                 s.network.fabric.latency_us, 1, nccl::net_bw(s.network.nic_speed_Gbps));
+        const int count = s.network.nics[static_cast<std::size_t>(i)].count;
+        add_link(v, rail ? leaf[static_cast<std::size_t>(i)] : spine, LinkClass::kNetwork,
+                 s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(i)),
+                 s.network.fabric.latency_us, count,
+                 nccl::net_bw(count * s.network.nic_speed_Gbps));
       }
     }
     m.spine_link_base = m.edges.size();
     if (rail) {
       // A leaf's uplinks carry what its `nodes` NICs can send, divided by the taper.
-      const double up = s.nodes * nic_bw / s.network.fabric.oversubscription;
       for (int r = 0; r < nics; ++r) {
+        const double up = s.nodes * s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(r)) /
+                          s.network.fabric.oversubscription;
         add_link(leaf[static_cast<std::size_t>(r)], spine, LinkClass::kNetwork, up,
                  s.network.fabric.latency_us, s.nodes, up);
       }

@@ -293,15 +293,20 @@ NetworkSpec parse_network(const Ctx& ctx, const json& v) {
     const Ctx c = ctx.at("nics");
     const json& nics = require(ctx, v, "nics");
     if (!nics.is_array() || nics.empty()) {
-      c.fail(fmt::format("expected a non-empty array of {{\"attach\", \"gpus\"}} objects, got {}",
-                         nics.is_array() ? "an empty array" : type_of(nics)));
+      c.fail(
+          fmt::format("expected a non-empty array of {{\"attach\", \"gpus\"[, \"count\"]}} "
+                      "objects, got {}",
+                      nics.is_array() ? "an empty array" : type_of(nics)));
     }
     for (std::size_t i = 0; i < nics.size(); ++i) {
       const Ctx ci = c.at(i);
-      expect_object(ci, nics[i], {"attach", "gpus"});
+      expect_object(ci, nics[i], {"attach", "gpus", "count"});
       NicSpec nic;
       nic.attach = string_field(ci, nics[i], "attach");
       nic.gpus = int_array(ci.at("gpus"), require(ci, nics[i], "gpus"), 0, 1 << 20);
+      if (optional_field(nics[i], "count") != nullptr) {
+        nic.count = int_field(ci, nics[i], "count", 1, kMaxNicsPerEntry);
+      }
       n.nics.push_back(std::move(nic));
     }
   }

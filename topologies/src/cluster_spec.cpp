@@ -285,6 +285,10 @@ void validate(const ClusterSpec& spec) {
     for (std::size_t i = 0; i < net.nics.size(); ++i) {
       const NicSpec& nic = net.nics[i];
       check_attach(spec, fmt::format("network.nics[{}].attach", i), nic.attach, switch_ids);
+      if (nic.count < 1 || nic.count > kMaxNicsPerEntry) {
+        fail(spec, fmt::format("network.nics[{}].count", i),
+             fmt::format("must be between 1 and {}, got {}", kMaxNicsPerEntry, nic.count));
+      }
       if (nic.gpus.empty()) {
         fail(spec, fmt::format("network.nics[{}].gpus", i),
              "must list at least one GPU (the GPUs whose traffic uses this NIC)");
@@ -349,6 +353,17 @@ std::vector<std::string> list_cluster_presets() {
   return out;
 }
 
+std::string_view cluster_preset_text(std::string_view name) {
+  const EmbeddedFile* f = find_embedded(data::files(), fmt::format("{}.json", name));
+  if (f == nullptr) {
+    throw Error(
+        fmt::format("unknown cluster preset '{}' (known presets: {}); to read a file, "
+                    "give a path that contains '/' or ends in .json",
+                    name, fmt::join(list_cluster_presets(), ", ")));
+  }
+  return f->content;
+}
+
 ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes) {
   if (nodes && (*nodes < 1 || *nodes > kMaxNodes)) {
     throw Error(fmt::format("the node count must be between 1 and {}, got {}", kMaxNodes, *nodes));
@@ -364,15 +379,8 @@ ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> 
     const std::string path(name_or_path);
     spec = parse_cluster_json(read_file(path), path);
   } else {
-    const std::string file = fmt::format("{}.json", name_or_path);
-    const EmbeddedFile* f = find_embedded(data::files(), file);
-    if (f == nullptr) {
-      throw Error(
-          fmt::format("unknown cluster preset '{}' (known presets: {}); to read a file, "
-                      "give a path that contains '/' or ends in .json",
-                      name_or_path, fmt::join(list_cluster_presets(), ", ")));
-    }
-    spec = parse_cluster_json(f->content, fmt::format("preset:{}", name_or_path));
+    spec = parse_cluster_json(cluster_preset_text(name_or_path),
+                              fmt::format("preset:{}", name_or_path));
   }
   if (nodes) {
     spec.nodes = *nodes;

@@ -153,10 +153,11 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
 
   // NICs a channel can enter and leave by, and how much each carries per channel speed.
   std::vector<double> nic_cap;
-  const double net = nccl::net_bw(s.network.nic_speed_Gbps);
   if (multi_node) {
     std::vector<std::pair<PathType, double>> best(s.network.nics.size(), {PathType::kNet, 0.0});
     for (std::size_t n = 0; n < s.network.nics.size(); ++n) {
+      // An entry of `count` NICs is one NCCL device of count x the speed (NicSpec).
+      const double net = nccl::net_bw(s.network.nics[n].count * s.network.nic_speed_Gbps);
       for (int g : locals) {
         const LocalRoute& r = nic_route(m, g, static_cast<int>(n));
         const double bw = std::min(net, nccl_route_bw(m, r));
@@ -298,7 +299,7 @@ NodeResult describe_node(const Impl& m, const std::vector<int>& locals, bool mul
       r.nic_type = std::max(r.nic_type, route.type);
       auto& [lim, served] = nics[n];
       if (!lim.cls) {
-        lim.take(s.nic_bandwidth_GBps(), LinkClass::kNetwork);
+        lim.take(s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(n)), LinkClass::kNetwork);
       }
       for (std::size_t e : route.edges) {
         lim.take(m.edge(e).bandwidth_GBps, m.edge(e).link_class);

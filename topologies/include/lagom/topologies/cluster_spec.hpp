@@ -11,6 +11,7 @@
 // Gb/s as vendors quote them; latencies are in microseconds.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,9 +87,13 @@ struct CpuSpec {
   std::vector<std::string> sources;
 };
 
+// One NIC, or `count` identical NICs side by side that serve the same GPUs and whose bandwidths
+// add up (the four 100 Gb/s EFA devices next to each GPU of an AWS p5, which aws-ofi-nccl presents
+// to NCCL as one 400 Gb/s device). Each of them has its own PCIe link to `attach`.
 struct NicSpec {
   std::string attach;     // a switch id or "cpu<N>"
   std::vector<int> gpus;  // local GPUs whose inter-node traffic uses this NIC
+  int count = 1;          // identical NICs in this entry, 1..kMaxNicsPerEntry
 };
 
 struct FabricSpec {
@@ -103,7 +108,7 @@ struct NetworkSpec {
   std::string nic_model;
   double nic_speed_Gbps = 0;
   NicAffinity affinity = NicAffinity::kRailOptimized;
-  std::vector<NicSpec> nics;  // per node; empty only for single-node clusters
+  std::vector<NicSpec> nics;  // per node (entries; see NicSpec::count); empty only for 1 node
   FabricSpec fabric;
   std::vector<std::string> sources;
 };
@@ -126,13 +131,27 @@ struct ClusterSpec {
   std::vector<std::string> assumptions;
 
   int gpu_count() const { return gpus_per_node * nodes; }
-  // NIC bandwidth per direction in GB/s (Gb/s / 8).
+  // One NIC's bandwidth per direction in GB/s (Gb/s / 8).
   double nic_bandwidth_GBps() const { return network.nic_speed_Gbps / 8.0; }
+  // NIC entry `i`: all of its `count` NICs together, per direction, in GB/s.
+  double nic_entry_bandwidth_GBps(std::size_t i) const {
+    return network.nics.at(i).count * nic_bandwidth_GBps();
+  }
+  // Physical NICs per node: the sum of the entries' counts.
+  int nics_per_node() const {
+    int n = 0;
+    for (const NicSpec& nic : network.nics) {
+      n += nic.count;
+    }
+    return n;
+  }
 };
 
 // Largest node count a cluster may have (keeps graphs of 16k-GPU clusters in a few MB and
 // rejects typos such as --nodes 1000000).
 inline constexpr int kMaxNodes = 65536;
+// Largest NicSpec::count (AWS p5 has 4 per GPU).
+inline constexpr int kMaxNicsPerEntry = 64;
 
 // Parses a cluster document. `origin` names it in error messages. Throws lagom::Error naming the
 // origin, the JSON path (e.g. "network.nics[2].gpus[0]") and what was expected.
@@ -145,6 +164,10 @@ void validate(const ClusterSpec& spec);
 
 // The embedded preset names, sorted ("a40-nvlink", "dgx-h100", ...).
 std::vector<std::string> list_cluster_presets();
+
+// The JSON text of an embedded preset (for input hashes and `lagom cluster`); lagom::Error for an
+// unknown name, listing the known ones.
+std::string_view cluster_preset_text(std::string_view name);
 
 // A preset by name, or a file when `name_or_path` contains '/' or ends in ".json". `nodes`
 // overrides the node count (presets describe one node). Unknown preset names list the known

@@ -40,7 +40,8 @@ struct AlgorithmPaths {
 // An estimate of what NCCL's topology search (nccl@v2.28.9-1 src/graph/search.cc,
 // ncclTopoCompute, ring pattern) finds for this communicator, in NCCL's own bandwidth units:
 // NVLink is NCCL's per-link constant (SM80 20.0, SM86 12.0, SM90 20.6 GB/s) times the link
-// count, PCIe is 12 GB/s per x16 Gen3 scaled by generation and width, NICs are Gb/s / 8, the CPU
+// count, PCIe is 12 GB/s per x16 Gen3 scaled by generation and width, NICs are Gb/s / 8 (an entry
+// of `count` NICs is one device of count x the speed, as aws-ofi-nccl presents them), the CPU
 // interconnect is the ClusterSpec's figure (the presets use NCCL's own SMP constants).
 //
 // It replays the search's control flow (speed ladders of reference/nccl.md §2.2, the 0.49 rule
@@ -72,8 +73,9 @@ struct CommunicatorInfo {
   std::optional<LinkClass> intra_bottleneck_class;
 
   // Across nodes: per-GPU network bandwidth, min(NIC, the PCIe path to it) divided by the
-  // ranks of the communicator that share the NIC (the worst NIC of any node); the worst path
-  // type from a rank to its NIC. 0 and LOC on a single node.
+  // ranks of the communicator that share the NIC (a NIC entry of `count` NICs counts as one NIC
+  // of count x the bandwidth), for the worst NIC of any node; the worst path type from a rank to
+  // its NIC. 0 and LOC on a single node.
   double inter_bw_GBps = 0;
   std::optional<LinkClass> inter_bottleneck_class;
   PathType nic_path_type = PathType::kLoc;
