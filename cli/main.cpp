@@ -27,6 +27,8 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::comm_command},
     {"calibrate", "fit a hardware profile to nccl-tests logs, or check a profile against them",
      lagom::cli::calibrate_command},
+    {"cluster", "describe a cluster preset or file (fabric, NICs, communicator bottlenecks)",
+     lagom::cli::cluster_command},
 };
 
 void print_help() {
