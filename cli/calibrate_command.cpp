@@ -235,6 +235,9 @@ int calibrate_command(const std::vector<std::string>& args) {
   calibrate::FitOptions opt;
   opt.source_note = "fit to nccl-tests " + note;
   calibrate::FitResult fit = calibrate::fit_profile(prior, inputs, opt);
+  // The prior's "not calibrated" note no longer holds.
+  std::erase_if(fit.profile.calibration,
+                [](const std::string& line) { return line.starts_with("not calibrated"); });
   fit.profile.calibration.push_back(fmt::format(
       "lagom {} calibrate fit ({} iterations) to nccl-tests {}", version(), fit.iterations, note));
   {

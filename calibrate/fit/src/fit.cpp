@@ -64,9 +64,12 @@ std::vector<Param> fittable_params() {
       auto proto = [k, q](HardwareProfile& p) -> ProtocolParams& {
         return p.collective.links[k].protocols[q];
       };
+      // Hop latencies inside a node are anchored to NCCL's hardware latencies (w = 100): a
+      // multi-node log's small sizes cannot tell an NVLink hop from a network hop, and the
+      // network's (e.g. EFA's tens of microseconds) must not leak into single-node predictions.
       ps.push_back({pq + ".step_us",
                     Get([proto](HardwareProfile& p) -> Measured& { return proto(p).step_us; }),
-                    false, 0, 100});
+                    false, 0, 100, k == static_cast<int>(LinkKind::kNetwork) ? 1.0 : 100.0});
       ps.push_back({pq + ".chunk_us",
                     Get([proto](HardwareProfile& p) -> Measured& { return proto(p).chunk_us; }),
                     false, 0, 50});
@@ -201,12 +204,18 @@ sim::NcclEnv nccl_env_from_log(const NcclTestsLog& log) {
     while (!tok.empty() && (tok.back() == ',' || tok.back() == ';' || tok.back() == ')')) {
       tok.pop_back();
     }
+    tok.erase(0, std::min(tok.size(), tok.find_first_not_of('(')));  // "(NCCL_X=1 ...)"
     const auto eq = tok.find('=');
     if (eq == std::string::npos) {
       continue;
     }
     const std::string key = tok.substr(0, eq);
     const std::string val = tok.substr(eq + 1);
+    // What nccl-tests ran when the job forced it (e.g. NCCL_ALGO=Ring, NCCL_PROTO=^LL128).
+    if (key == "NCCL_ALGO" || key == "NCCL_PROTO") {
+      (key == "NCCL_ALGO" ? env.algo : env.proto) = val;
+      continue;
+    }
     char* end = nullptr;
     const long long v = std::strtoll(val.c_str(), &end, 10);
     if (end == val.c_str()) {
