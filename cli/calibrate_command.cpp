@@ -78,6 +78,11 @@ void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool ma
       }
     }
     const auto big = calibrate::summarize_errors(mine, kMiB, kNoMax);
+    std::vector<calibrate::FitRow> nccl = mine;  // NCCL's own model, for comparison
+    for (auto& r : nccl) {
+      r.predicted_us = r.nccl_model_us;
+    }
+    const auto nccl_big = calibrate::summarize_errors(nccl, kMiB, kNoMax);
     const auto small = calibrate::summarize_errors(mine, 0, kMiB);
     fmt::print("{}sizes >= 1 MiB: {} rows, median |error| {:.1f}%, max {:.1f}%",
                markdown ? "\n" : "# ", big.rows, 100 * big.median, 100 * big.max);
@@ -85,7 +90,8 @@ void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool ma
       fmt::print("; sizes < 1 MiB: {} rows, median {:.1f}%, max {:.1f}%", small.rows,
                  100 * small.median, 100 * small.max);
     }
-    fmt::print("\n\n");
+    fmt::print("{}NCCL's own model, sizes >= 1 MiB: median |error| {:.1f}%, max {:.1f}%\n\n",
+               markdown ? "\n\n" : "\n# ", 100 * nccl_big.median, 100 * nccl_big.max);
   };
   for (const calibrate::FitRow& r : rows) {
     if (r.log != current) {
@@ -106,10 +112,11 @@ void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool ma
       }
     }
     if (markdown) {
-      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} |\n",
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} | {:.1f} | {:+.1f}% |\n",
                  format_bytes(r.size_bytes), sim::to_string(r.config), r.measured_us,
                  r.predicted_us, 100 * r.rel_error(), r.measured_busbw_GBps(),
-                 r.predicted_busbw_GBps());
+                 r.predicted_busbw_GBps(), r.nccl_model_us,
+                 100 * (r.nccl_model_us - r.measured_us) / r.measured_us);
     } else {
       fmt::print("  {:>12} {:<44} {:>10.1f} {:>10} {:>10.1f} {:>+6.1f}% {:>8.2f} {:>8.2f}\n",
                  r.size_bytes, sim::to_string(r.config), r.measured_us,

@@ -100,6 +100,7 @@ struct Case {
   std::int64_t bytes = 0;
   sim::CommConfig config;
   double measured_us = 0;
+  double nccl_model_us = 0;
   const topologies::CommunicatorInfo* comm = nullptr;
 };
 
@@ -149,7 +150,9 @@ Prepared prepare(const std::vector<FitInput>& inputs) {
       c.row = r;
       c.kind = kind;
       c.bytes = row.size_bytes;
-      c.config = sim::nccl_choose(tables, kind, row.size_bytes).config;
+      const sim::NcclChoice choice = sim::nccl_choose(tables, kind, row.size_bytes);
+      c.config = choice.config;
+      c.nccl_model_us = choice.predicted_us;
       c.measured_us = t->time_us;
       c.comm = &out.comms[i];
       out.cases.push_back(c);
@@ -178,6 +181,7 @@ std::vector<FitRow> rows_of(const std::vector<FitInput>& inputs, const Prepared&
     r.measured_us = c.measured_us;
     r.prior_us = predict(prior, c);
     r.predicted_us = predict(fitted, c);
+    r.nccl_model_us = c.nccl_model_us;
     rows.push_back(r);
   }
   return rows;

@@ -43,6 +43,7 @@ struct FitRow {
   double measured_us = 0;
   double prior_us = 0;      // the model with the prior profile
   double predicted_us = 0;  // the model with the fitted profile
+  double nccl_model_us = 0;  // NCCL's own cost-model estimate for its choice (for comparison)
   double rel_error() const { return (predicted_us - measured_us) / measured_us; }
   double measured_busbw_GBps() const;
   double predicted_busbw_GBps() const;
