@@ -44,6 +44,9 @@ struct Reader {
 
   void only(const json& obj, const std::string& path,
             std::initializer_list<std::string_view> known) const {
+    if (!obj.is_object()) {  // items() of an array or a number would list odd "unknown fields"
+      fail(path, "expected an object");
+    }
     for (const auto& [key, value] : obj.items()) {
       bool ok = false;
       for (std::string_view k : known) {
@@ -110,7 +113,7 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error; out_of_range for numbers like 1e400
     throw Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
   const Reader r{origin};
