@@ -1,0 +1,201 @@
+// End-to-end tests of `lagom comm`, `lagom calibrate` and `lagom simulate --cluster`.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace lagom::test {
+namespace {
+
+bool contains(const std::string& s, std::string_view what) {
+  return s.find(what) != std::string::npos;
+}
+
+nlohmann::json json_of(const CliRun& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(CommCli, HelpNamesTheKnobs) {
+  CliRun r = run_lagom({"comm", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* opt : {"--coll", "--cluster", "--nodes", "--algo", "--proto", "--nchannels",
+                          "--nthreads", "--chunk", "--profile", "--json"}) {
+    EXPECT_TRUE(contains(r.out, opt)) << opt;
+  }
+}
+
+TEST(CommCli, TableLooksLikeNcclTests) {
+  // -b 32K -e 1M -f 2: 32K, 64K, 128K, 256K, 512K, 1M = 6 rows.
+  CliRun r = run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b", "32K", "-e",
+                        "1M", "-f", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "busbw"));
+  EXPECT_TRUE(contains(r.out, "algbw"));
+  int rows = 0;
+  for (std::size_t pos = 0; (pos = r.out.find("\n ", pos)) != std::string::npos; ++pos) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 6) << r.out;
+  EXPECT_TRUE(contains(r.out, "     32768          8192"));  // count = size / 4 (float)
+}
+
+TEST(CommCli, JsonRowsHaveTheDocumentedFieldsAndBusbwFactor) {
+  const auto j = json_of(run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100",
+                                    "--nodes", "2", "-b", "1M", "-e", "64M", "-f", "4", "--json"}));
+  ASSERT_TRUE(j.contains("context"));
+  EXPECT_EQ(j["context"]["ranks"], 16);
+  EXPECT_EQ(j["context"]["nodes"], 2);
+  ASSERT_EQ(j["rows"].size(), 4u);  // 1M, 4M, 16M, 64M
+  for (const auto& row : j["rows"]) {
+    for (const char* key : {"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto",
+                            "nchannels", "nthreads", "chunk_bytes"}) {
+      EXPECT_TRUE(row.contains(key)) << key;
+    }
+    // algbw = size / time; AllGather busbw = algbw * (n-1)/n with n = 16.
+    const double algbw =
+        row["size_bytes"].get<double>() / (row["time_us"].get<double>() * 1e3);
+    EXPECT_NEAR(row["algbw_GBps"].get<double>(), algbw, 1e-9 * algbw);
+    EXPECT_NEAR(row["busbw_GBps"].get<double>(), algbw * 15.0 / 16.0, 1e-9 * algbw);
+  }
+}
+
+TEST(CommCli, PinnedKnobsAreUsed) {
+  const auto j = json_of(run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b",
+                                    "64M", "-e", "64M", "--algo", "Ring", "--proto", "Simple",
+                                    "--nchannels", "4", "--nthreads", "256", "--chunk", "512K",
+                                    "--json"}));
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const auto& row = j["rows"][0];
+  EXPECT_EQ(row["algo"], "Ring");
+  EXPECT_EQ(row["proto"], "Simple");
+  EXPECT_EQ(row["nchannels"], 4);
+  EXPECT_EQ(row["nthreads"], 256);
+  EXPECT_EQ(row["chunk_bytes"], 512 * 1024);
+}
+
+struct Impossible {
+  std::vector<std::string> args;
+  const char* expect;
+};
+
+class CommImpossible : public ::testing::TestWithParam<Impossible> {};
+
+TEST_P(CommImpossible, IsAClearErrorNamingTheRule) {
+  std::vector<std::string> args = {"comm"};
+  args.insert(args.end(), GetParam().args.begin(), GetParam().args.end());
+  CliRun r = run_lagom(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "lagom comm: error: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, GetParam().expect)) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Requests, CommImpossible,
+    ::testing::Values(
+        Impossible{{"--coll", "allreduce", "--cluster", "a40-pcie", "--algo", "NVLS"}, "NVLS"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--algo", "NVLS", "--proto",
+                    "LL"},
+                   "Simple protocol only"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--proto", "LL128", "--chunk",
+                    "100"},
+                   "below the LL128 grain"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--nchannels", "0"},
+                   "--nchannels must be at least 1"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--nchannels", "65"},
+                   "channels is outside 1..64"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--ranks", "9"},
+                   "does not fit cluster 'dgx-h100'"},
+        Impossible{{"--coll", "allreduse", "--cluster", "dgx-h100"}, "unknown collective"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h1000"}, "dgx-h100"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "-b", "1M", "-e", "1K"},
+                   "larger than -e"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "-b", "12Q"}, "-b"},
+        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--profile", "a100-sxm"},
+                   "describes A100-SXM-80GB GPUs"}));
+
+TEST(CommCli, MissingCollIsAUsageError) {
+  CliRun r = run_lagom({"comm", "--cluster", "dgx-h100"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--coll"));
+}
+
+TEST(CalibrateCli, ListsAndChecksTheEmbeddedLogs) {
+  CliRun logs = run_lagom({"calibrate", "logs"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_TRUE(contains(logs.out, "builtin:12-a100x8-nvswitch-allreduce-1proc.txt"));
+  const auto j = json_of(run_lagom({"calibrate", "check", "--nccl-tests",
+                                    "builtin:12-a100x8-nvswitch-allreduce-1proc.txt@dgx-a100",
+                                    "--json"}));
+  EXPECT_EQ(j["rows"].size(), 30u);  // the log's 30 sizes, 8 B .. 4 GiB
+}
+
+TEST(CalibrateCli, FitWritesAProfileThatOtherCommandsLoad) {
+  TempDir tmp;
+  const std::string out = (tmp.path() / "fitted.json").string();
+  CliRun fit = run_lagom({"calibrate", "fit", "--nccl-tests",
+                          "builtin:02-h100x8-nvswitch-allgather-nccl2.29.txt", "--cluster",
+                          "dgx-h100", "-o", out});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_TRUE(contains(fit.out, "parameters moved"));
+  EXPECT_TRUE(contains(slurp(out), "calibrate fit"));
+  CliRun use = run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100", "--profile", out,
+                          "-b", "1G", "-e", "1G"});
+  EXPECT_EQ(use.exit_code, 0) << use.err;
+}
+
+TEST(CalibrateCli, BadInputs) {
+  EXPECT_EQ(run_lagom({"calibrate", "fit", "--nccl-tests",
+                       "builtin:02-h100x8-nvswitch-allgather-nccl2.29.txt", "--cluster",
+                       "dgx-h100"})
+                .exit_code,
+            2);  // no -o
+  CliRun missing = run_lagom({"calibrate", "check", "--nccl-tests", "/nonexistent.log",
+                              "--cluster", "dgx-h100"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "/nonexistent.log")) << missing.err;
+  CliRun wrong_gpu = run_lagom({"calibrate", "check", "--nccl-tests",
+                                "builtin:12-a100x8-nvswitch-allreduce-1proc.txt@dgx-a100",
+                                "--profile", "h100-sxm"});
+  EXPECT_EQ(wrong_gpu.exit_code, 1);
+  EXPECT_TRUE(contains(wrong_gpu.err, "A100")) << wrong_gpu.err;
+  EXPECT_EQ(run_lagom({"calibrate", "frobnicate"}).exit_code, 2);
+}
+
+TEST(SimulateCli, ClusterTimesCommunicationWithTheCollectiveModel) {
+  // The workload runs a 256 MiB all-reduce then a 64 MiB all-gather pinned to Ring/Simple on 4
+  // channels, one after the other on every rank: the step is the sum of what `lagom comm` says
+  // for each (same model, same configuration), to the nanosecond.
+  const auto ar = json_of(run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100",
+                                     "-b", "256M", "-e", "256M", "--json"}));
+  const auto ag = json_of(run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100",
+                                     "-b", "64M", "-e", "64M", "--algo", "Ring", "--proto",
+                                     "Simple", "--nchannels", "4", "--json"}));
+  const auto sim = json_of(run_lagom({"simulate", "--workload", data_path("workloads/comm-8gpu.json"),
+                                      "--cluster", "dgx-h100", "--json"}));
+  const double expect_us = std::round(ar["rows"][0]["time_us"].get<double>() * 1e3) / 1e3 +
+                           std::round(ag["rows"][0]["time_us"].get<double>() * 1e3) / 1e3;
+  EXPECT_NEAR(sim["step_time_us"].get<double>(), expect_us, 1e-6);
+  EXPECT_TRUE(contains(sim["context"]["cost_model"].get<std::string>(), "collective model"));
+}
+
+TEST(SimulateCli, ModelErrorsNameTheOp) {
+  CliRun illegal = run_lagom({"simulate", "--workload", data_path("bad/pinned-illegal.json"),
+                              "--cluster", "dgx-h100"});
+  EXPECT_EQ(illegal.exit_code, 1);
+  EXPECT_TRUE(contains(illegal.err, "'ag0'")) << illegal.err;
+  EXPECT_TRUE(contains(illegal.err, "Simple")) << illegal.err;
+  CliRun too_big = run_lagom({"simulate", "--workload", data_path("workloads/comm-8gpu.json"),
+                              "--cluster", "a40-pcie", "--nodes", "1", "--profile", "a40"});
+  EXPECT_EQ(too_big.exit_code, 0) << too_big.err;  // 8 ranks fit one 8-GPU node
+  CliRun no_cluster = run_lagom({"simulate", "--workload", data_path("workloads/comm-8gpu.json")});
+  EXPECT_EQ(no_cluster.exit_code, 1);
+  EXPECT_TRUE(contains(no_cluster.err, "no 'duration_us'")) << no_cluster.err;
+  CliRun nodes_alone = run_lagom({"simulate", "--nodes", "2"});
+  EXPECT_EQ(nodes_alone.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace lagom::test
