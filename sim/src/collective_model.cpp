@@ -322,8 +322,10 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
   e.sync_steps = steps;
   e.hop_us = hop_us;
   e.sync_us = static_cast<double>(steps) * chunk_step_us;
-  if (pipelined && depth > 1 && e.transfer_us > 0) {
-    // The first chunk crosses depth-1 hops before the last hop starts streaming.
+  if (pipelined && depth > 1 && e.transfer_us > 0 && cfg.proto == Protocol::kSimple) {
+    // Simple forwards a chunk once it has arrived: the first chunk crosses depth-1 hops before
+    // the last hop starts streaming. LL and LL128 forward each 16- or 128-byte line as it
+    // arrives, so their fill is the hops' latency, already counted.
     const double chunk = std::min(C, per_channel);
     const double channel_rate_GBps = worst->bytes / (e.transfer_us * 1e3) / nc;
     e.fill_us = (depth - 1) * chunk / (channel_rate_GBps * 1e3);

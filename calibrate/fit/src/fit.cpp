@@ -46,7 +46,7 @@ std::vector<Param> fittable_params() {
                 true, 0.05, 1.5});
   ps.push_back({"collective.nvls_step_us",
                 Get([](HardwareProfile& p) -> Measured& { return p.collective.nvls_step_us; }),
-                false, 0, 100});
+                false, 0, 100, 100.0});  // anchored like the other intra-node hop latencies
   ps.push_back({"collective.nvls_chunk_us",
                 Get([](HardwareProfile& p) -> Measured& { return p.collective.nvls_chunk_us; }),
                 false, 0, 50});

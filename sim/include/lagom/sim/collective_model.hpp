@@ -8,7 +8,7 @@
 //     + sum over critical-path hops of step(link, proto)            (hop latency, paid once)
 //     + chunk_steps * chunk(link, proto)                            (per-chunk-step overhead)
 //     + max over resources r of V_r / (w(proto) * capacity_r)       (bytes through bottleneck)
-//     + (depth - 1) * chunk / per_channel_rate                      (pipeline fill and drain)
+//     + (depth - 1) * chunk / per_channel_rate                      (Simple's pipeline fill)
 //
 //  * Resources: the GPU's intra-node link (NVLink/PCIe per direction, times the profile's link
 //    efficiency; the NVSwitch multicast path times nvls_efficiency for NVLS), the node's network
