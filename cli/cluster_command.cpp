@@ -101,6 +101,7 @@ Json class_json(const std::optional<topo::LinkClass>& cls) {
 
 std::string classes_text(const std::vector<topo::LinkClass>& classes) {
   std::vector<std::string_view> names;
+  names.reserve(classes.size());
   for (topo::LinkClass c : classes) {
     names.push_back(topo::to_string(c));
   }

@@ -110,7 +110,11 @@ std::vector<LocalRoute> routes_from(const Cluster::Impl& impl, std::size_t src) 
 }
 
 std::size_t add_vertex(Graph& g, VertexKind kind, int node, int index) {
-  return boost::add_vertex(internal::VertexProps{Endpoint{kind, node, index}}, g);
+  // Not add_vertex(props, g): with -O1 and the sanitizers GCC 12 flags an uninitialized
+  // boost::optional inside Boost.Graph's named-graph lookup that this overload skips.
+  const std::size_t v = boost::add_vertex(g);
+  g[v].endpoint = Endpoint{kind, node, index};
+  return v;
 }
 
 }  // namespace
