@@ -13,6 +13,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
+#include "lagom/sim/resource_contention.hpp"
 #include "lagom/sim/stats.hpp"
 #include "lagom/traces/chrome_trace.hpp"
 #include "lagom/traces/execution_graph.hpp"
@@ -70,6 +71,7 @@ int simulate_command(const std::vector<std::string>& args) {
   }
   std::optional<Hardware> hardware;
   std::unique_ptr<sim::ModelCost> cost;
+  std::unique_ptr<sim::ResourceContention> contention;
   if (!hw.cluster.empty()) {
     hardware = load_hardware(hw);
     try {
@@ -77,8 +79,13 @@ int simulate_command(const std::vector<std::string>& args) {
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", in.source, e.what()));
     }
+    if (!vm.count("no-contention")) {
+      contention = std::make_unique<sim::ResourceContention>(*cost);
+    }
+  } else if (vm.count("no-contention")) {
+    throw po::error("--no-contention needs --cluster");
   }
-  sim::Engine engine(w, graph, sim::SimOptions{cost.get(), nullptr});
+  sim::Engine engine(w, graph, sim::SimOptions{cost.get(), contention.get()});
   sim::SimResult result;
   try {
     result = engine.run();
@@ -88,7 +95,7 @@ int simulate_command(const std::vector<std::string>& args) {
   const sim::StepStats stats = sim::summarize(w, result);
   const RunContext ctx{"simulate", in.source, in.input_hash,
                        cost ? std::string(cost->name()) : std::string("fixed (duration_us)"),
-                       "none"};
+                       contention ? std::string(contention->name()) : std::string("none")};
 
   if (!trace_path.empty()) {
     std::ofstream out(trace_path, std::ios::binary);

@@ -23,6 +23,8 @@ using ordered = nlohmann::ordered_json;
 
 constexpr const char* kProtoNames[] = {"LL", "LL128", "Simple"};
 constexpr const char* kLinkNames[] = {"nvlink", "pcie", "network"};
+constexpr const char* kClassNames[] = {"other",       "gemm", "attention",
+                                       "elementwise", "norm", "optimizer"};
 
 struct Reader {
   std::string_view origin;
@@ -102,6 +104,10 @@ ordered to_json(const Measured& m) {
 
 }  // namespace
 
+std::string_view compute_class_name(int index) {
+  return kClassNames[index];
+}
+
 std::string_view to_string(Proto p) {
   return kProtoNames[static_cast<int>(p)];
 }
@@ -120,9 +126,9 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
   if (!doc.is_object()) {
     r.fail("", "expected a JSON object");
   }
-  r.only(
-      doc, "",
-      {"format", "version", "name", "gpu_type", "description", "gpu", "collective", "calibration"});
+  r.only(doc, "",
+         {"format", "version", "name", "gpu_type", "description", "gpu", "collective", "compute",
+          "contention", "calibration"});
   if (r.text(doc, "", "format") != kProfileFormat) {
     r.fail("format", fmt::format("must be \"{}\"", kProfileFormat));
   }
@@ -182,6 +188,30 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
       link.protocols[q].saturation_threads = r.measured(pr, pp, "saturation_threads", 32, 1024);
     }
   }
+  const json& comp = r.field(doc, "", "compute");
+  r.only(comp, "compute", {"launch_us", "classes"});
+  p.compute.launch_us = r.measured(comp, "compute", "launch_us", 0, 1e4);
+  const json& classes = r.field(comp, "compute", "classes");
+  r.only(classes, "compute.classes",
+         {"other", "gemm", "attention", "elementwise", "norm", "optimizer"});
+  for (int ci = 0; ci < kComputeClassCount; ++ci) {
+    const std::string cp_path = fmt::format("compute.classes.{}", kClassNames[ci]);
+    const json& cj = r.field(classes, "compute.classes", kClassNames[ci]);
+    r.only(cj, cp_path, {"flops_efficiency", "hbm_efficiency", "blocks_per_sm"});
+    ComputeClassParams& k = p.compute.classes[ci];
+    k.flops_efficiency = r.measured(cj, cp_path, "flops_efficiency", 0.001, 1);
+    k.hbm_efficiency = r.measured(cj, cp_path, "hbm_efficiency", 0.001, 1);
+    k.blocks_per_sm = r.measured(cj, cp_path, "blocks_per_sm", 1, 64);
+    if (k.blocks_per_sm.value != std::floor(k.blocks_per_sm.value)) {
+      r.fail(cp_path + ".blocks_per_sm.value", "must be a whole number");
+    }
+  }
+  const json& cont = r.field(doc, "", "contention");
+  r.only(cont, "contention", {"hbm_efficiency", "comm_hbm_reduce", "comm_hbm_copy", "l2_spill"});
+  p.contention.hbm_efficiency = r.measured(cont, "contention", "hbm_efficiency", 0.01, 1);
+  p.contention.comm_hbm_reduce = r.measured(cont, "contention", "comm_hbm_reduce", 0, 10);
+  p.contention.comm_hbm_copy = r.measured(cont, "contention", "comm_hbm_copy", 0, 10);
+  p.contention.l2_spill = r.measured(cont, "contention", "l2_spill", 0, 10);
   if (auto it = doc.find("calibration"); it != doc.end()) {
     if (!it->is_array()) {
       r.fail("calibration", "must be an array of strings");
@@ -233,6 +263,21 @@ std::string profile_to_json(const HardwareProfile& p) {
   }
   coll["links"] = std::move(links);
   doc["collective"] = std::move(coll);
+  ordered comp;
+  comp["launch_us"] = to_json(p.compute.launch_us);
+  ordered classes;
+  for (int c = 0; c < kComputeClassCount; ++c) {
+    const ComputeClassParams& k = p.compute.classes[c];
+    classes[kClassNames[c]] = ordered{{"flops_efficiency", to_json(k.flops_efficiency)},
+                                      {"hbm_efficiency", to_json(k.hbm_efficiency)},
+                                      {"blocks_per_sm", to_json(k.blocks_per_sm)}};
+  }
+  comp["classes"] = std::move(classes);
+  doc["compute"] = std::move(comp);
+  doc["contention"] = ordered{{"hbm_efficiency", to_json(p.contention.hbm_efficiency)},
+                              {"comm_hbm_reduce", to_json(p.contention.comm_hbm_reduce)},
+                              {"comm_hbm_copy", to_json(p.contention.comm_hbm_copy)},
+                              {"l2_spill", to_json(p.contention.l2_spill)}};
   doc["calibration"] = p.calibration;
   return doc.dump(1) + "\n";
 }

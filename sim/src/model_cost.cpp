@@ -33,7 +33,7 @@ CollKind coll_of(const traces::Workload& w, traces::OpId op) {
 
 ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
                      const traces::Workload& w)
-    : cluster_(cluster), profile_(profile) {
+    : cluster_(cluster), profile_(profile), compute_(profile) {
   name_ = fmt::format("lagom collective model (profile {}, cluster {} x{} nodes)", profile.origin,
                       cluster.name(), cluster.nodes());
   if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count())) {
@@ -111,18 +111,39 @@ CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) con
 }
 
 CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op) const {
+  return estimate(w, op, config_for(w, op));
+}
+
+CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op,
+                                       const CommConfig& config) const {
   const Communicator& c = communicator_of(w, op);
-  return c.model->estimate(coll_of(w, op), w.bytes(op), config_for(w, op));
+  return c.model->estimate(coll_of(w, op), w.bytes(op), config);
+}
+
+double ModelCost::alone_us(const traces::Workload& w, traces::OpId op) const {
+  if (w.duration_ns(op) != traces::kNoDuration) {
+    return static_cast<double>(w.duration_ns(op)) / 1e3;
+  }
+  static const traces::ExecutionGraph kNoGraph;  // standalone_time does not use the graph
+  return standalone_time(w, kNoGraph, op).us();
 }
 
 Time ModelCost::standalone_time(const traces::Workload& w, const traces::ExecutionGraph&,
                                 traces::OpId op) const {
   switch (w.kind(op)) {
-    case traces::OpKind::kCompute:
-      throw Error(fmt::format(
-          "{} has no 'duration_us'; compute ops need a fixed duration until the compute model "
-          "exists",
-          w.describe(op)));
+    case traces::OpKind::kCompute: {
+      const traces::ComputeShape* shape = w.compute_shape(op);
+      if (shape == nullptr && w.bytes(op) == 0) {
+        throw Error(
+            fmt::format("{} has no 'duration_us' and nothing to model it from: give "
+                        "'duration_us', or its work ('flops', 'bytes', and where known "
+                        "'blocks', 'blocks_per_sm', 'class')",
+                        w.describe(op)));
+      }
+      return Time::from_us(
+          compute_.alone(shape ? *shape : traces::ComputeShape{}, static_cast<double>(w.bytes(op)))
+              .time_us);
+    }
     case traces::OpKind::kMemcpy:
       return Time::from_us(2.0 * static_cast<double>(w.bytes(op)) /
                            (profile_.gpu.hbm_GBps.value * 1e3));

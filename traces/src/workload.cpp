@@ -27,6 +27,24 @@ std::string_view to_string(OpKind kind) {
   return kKindNames[static_cast<std::size_t>(kind)];
 }
 
+namespace {
+constexpr std::array<std::string_view, kComputeClassCount> kClassNames = {
+    "other", "gemm", "attention", "elementwise", "norm", "optimizer"};
+}  // namespace
+
+std::string_view to_string(ComputeClass c) {
+  return kClassNames[static_cast<std::size_t>(c)];
+}
+
+std::optional<ComputeClass> parse_compute_class(std::string_view name) {
+  for (std::size_t i = 0; i < kClassNames.size(); ++i) {
+    if (kClassNames[i] == name) {
+      return static_cast<ComputeClass>(i);
+    }
+  }
+  return std::nullopt;
+}
+
 std::string_view article(std::string_view word) {
   return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos
              ? "an"
@@ -74,6 +92,12 @@ const PinnedConfig* Workload::pinned_config(OpId op) const {
   return it != pinned_.end() && it->first == op ? &it->second : nullptr;
 }
 
+const ComputeShape* Workload::compute_shape(OpId op) const {
+  auto it = std::lower_bound(shapes_.begin(), shapes_.end(), op,
+                             [](const auto& e, OpId o) { return e.first < o; });
+  return it != shapes_.end() && it->first == op ? &it->second : nullptr;
+}
+
 std::string Workload::describe(OpId op) const {
   const Stream& s = streams_[stream_[op]];
   return fmt::format("op '{}' (rank {}, stream '{}', #{})", name(op), s.rank, s.name,
@@ -84,7 +108,8 @@ std::size_t Workload::memory_bytes() const {
   auto vec = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   std::size_t total = vec(kind_) + vec(stream_) + vec(group_) + vec(peer_) + vec(bytes_) +
                       vec(duration_ns_) + vec(dep_begin_) + vec(deps_) + vec(name_begin_) +
-                      names_.capacity() + vec(streams_) + vec(rank_streams_) + vec(pinned_);
+                      names_.capacity() + vec(streams_) + vec(rank_streams_) + vec(pinned_) +
+                      vec(shapes_);
   for (const Stream& s : streams_) {
     total += s.name.capacity();
   }
@@ -175,6 +200,10 @@ void WorkloadBuilder::add_dep(OpId op, OpId must_finish_first) {
 
 void WorkloadBuilder::pin_config(OpId op, PinnedConfig config) {
   pinned_.emplace_back(op, std::move(config));
+}
+
+void WorkloadBuilder::set_compute_shape(OpId op, ComputeShape shape) {
+  shapes_.emplace_back(op, shape);
 }
 
 Workload WorkloadBuilder::build(std::string_view where) && {
@@ -397,6 +426,30 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     }
   }
   w.pinned_ = std::move(pinned_);
+
+  // Compute shapes: compute ops only, at most one each, non-negative.
+  for (auto& [op, shape] : shapes_) {
+    if (op >= n) {
+      throw Error(fmt::format("{}compute shape given for op #{} which does not exist", pre, op));
+    }
+    if (kind_[op] != OpKind::kCompute) {
+      throw Error(fmt::format("{}op {}: a {} op has no compute shape", pre, op_name(op),
+                              to_string(kind_[op])));
+    }
+    if (!(shape.flops >= 0) || shape.blocks < 0 || shape.blocks_per_sm < 0) {
+      throw Error(
+          fmt::format("{}op {}: flops, blocks and blocks_per_sm must be >= 0", pre, op_name(op)));
+    }
+    op = new_id[op];
+  }
+  std::sort(shapes_.begin(), shapes_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < shapes_.size(); ++i) {
+    if (shapes_[i].first == shapes_[i - 1].first) {
+      throw Error(fmt::format("{}op #{} has two compute shapes", pre, shapes_[i].first));
+    }
+  }
+  w.shapes_ = std::move(shapes_);
 
   permute(kind_, w.kind_);
   permute(group_, w.group_);

@@ -252,7 +252,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         octx.path += fmt::format(" (id '{}')", id);
         check_keys(octx, o,
                    {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root", "config",
-                    "args"});
+                    "flops", "blocks", "blocks_per_sm", "class", "args"});
         const std::string kind_name = get_string(octx, require(octx, o, "kind"), "kind");
         const std::optional<OpKind> kind = parse_op_kind(kind_name);
         if (!kind) {
@@ -320,6 +320,56 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           op = b.add_op(sid, spec, id);
         } catch (const Error& e) {
           octx.fail(e.what());
+        }
+        {
+          const bool has_shape = o.contains("flops") || o.contains("blocks") ||
+                                 o.contains("blocks_per_sm") || o.contains("class");
+          if (has_shape) {
+            if (*kind != OpKind::kCompute) {
+              octx.fail(
+                  fmt::format("{} {} op takes no 'flops', 'blocks', 'blocks_per_sm' or "
+                              "'class' (they describe compute kernels)",
+                              article(kind_name), kind_name));
+            }
+            ComputeShape shape;
+            if (auto f = o.find("flops"); f != o.end()) {
+              if (!f->is_number() || !(f->get<double>() >= 0) || !std::isfinite(f->get<double>())) {
+                octx.fail(
+                    fmt::format("'flops' must be a non-negative number, got {}", type_of(*f)));
+              }
+              shape.flops = f->get<double>();
+            }
+            auto count = [&](const char* key) -> std::int32_t {
+              auto f = o.find(key);
+              if (f == o.end()) {
+                return 0;
+              }
+              const std::int64_t v = get_nonneg_int(octx, *f, key);
+              if (v == 0 || v > (std::int64_t{1} << 30)) {
+                octx.fail(
+                    fmt::format("'{}' must be in 1..{}, got {}", key, std::int64_t{1} << 30, v));
+              }
+              return static_cast<std::int32_t>(v);
+            };
+            shape.blocks = count("blocks");
+            shape.blocks_per_sm = count("blocks_per_sm");
+            if (shape.blocks_per_sm > 64) {
+              octx.fail(
+                  fmt::format("'blocks_per_sm' must be at most 64, got {}", shape.blocks_per_sm));
+            }
+            if (auto c = o.find("class"); c != o.end()) {
+              const std::string cname = get_string(octx, *c, "class");
+              auto cls = parse_compute_class(cname);
+              if (!cls) {
+                octx.fail(
+                    fmt::format("unknown compute class '{}' (known: gemm, attention, "
+                                "elementwise, norm, optimizer, other)",
+                                cname));
+              }
+              shape.cls = *cls;
+            }
+            b.set_compute_shape(op, shape);
+          }
         }
         if (auto it = o.find("config"); it != o.end()) {
           if (!is_comm(*kind)) {
@@ -423,6 +473,20 @@ void write_workload_json(const Workload& w, std::ostream& out) {
         }
         if (w.duration_ns(op) != kNoDuration) {
           out << ", \"duration_us\": " << format_us(w.duration_ns(op));
+        }
+        if (const ComputeShape* sh = w.compute_shape(op)) {
+          if (sh->flops > 0) {
+            out << ", \"flops\": " << json(sh->flops).dump();
+          }
+          if (sh->blocks > 0) {
+            out << ", \"blocks\": " << sh->blocks;
+          }
+          if (sh->blocks_per_sm > 0) {
+            out << ", \"blocks_per_sm\": " << sh->blocks_per_sm;
+          }
+          if (sh->cls != ComputeClass::kOther) {
+            out << ", \"class\": \"" << to_string(sh->cls) << '"';
+          }
         }
         if (const PinnedConfig* c = w.pinned_config(op)) {
           out << ", \"config\": {";

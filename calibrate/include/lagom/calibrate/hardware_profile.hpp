@@ -68,6 +68,33 @@ struct CollectiveParams {
   LinkParams& link(LinkKind k) { return links[static_cast<int>(k)]; }
 };
 
+// Compute kernels of one class (the order of traces::ComputeClass: other, gemm, attention,
+// elementwise, norm, optimizer).
+inline constexpr int kComputeClassCount = 6;
+std::string_view compute_class_name(int index);  // "other", "gemm", ...
+
+struct ComputeClassParams {
+  Measured flops_efficiency;  // achieved fraction of the GPU's peak rate (bf16 tensor for gemm
+                              // and attention, fp32 otherwise)
+  Measured hbm_efficiency;    // achieved fraction of HBM bandwidth when memory-bound
+  Measured blocks_per_sm;     // default occupancy when the op does not say
+};
+
+struct ComputeParams {
+  Measured launch_us;  // kernel launch and tail overhead
+  ComputeClassParams classes[kComputeClassCount];
+};
+
+// How overlapping kernels and collectives share a GPU (sim/contention.hpp has the model).
+struct ContentionParams {
+  Measured hbm_efficiency;   // sustained fraction of HBM peak that concurrent streams share
+  Measured comm_hbm_reduce;  // HBM bytes touched per payload byte a reducing collective
+                             // moves (read own, read peer's, write result)
+  Measured comm_hbm_copy;    // ... per byte a copying collective moves (read, write)
+  Measured l2_spill;         // extra HBM traffic, as a fraction, once a collective's
+                             // in-flight chunks (4 * channels * chunk) exceed L2
+};
+
 struct HardwareProfile {
   std::string name;      // e.g. "h100-sxm"
   std::string gpu_type;  // matches a cluster's gpu.type, e.g. "H100-SXM-80GB"
@@ -75,6 +102,8 @@ struct HardwareProfile {
   std::string origin;  // where it was read from (file path or "builtin:<name>")
   GpuParams gpu;
   CollectiveParams collective;
+  ComputeParams compute;
+  ContentionParams contention;
   std::vector<std::string> calibration;  // free-text notes: what was fitted, residuals
 };
 

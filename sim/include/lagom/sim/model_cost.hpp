@@ -5,7 +5,8 @@
 //    for that communicator and size (nccl_tuning.hpp). A pinned config NCCL would refuse is an
 //    error naming the op and the rule.
 //  * Memcpy: a device-to-device copy reads and writes every byte: 2 * bytes / HBM bandwidth.
-//  * Compute: needs the compute model, which is not built yet: such ops must carry duration_us.
+//  * Compute: the compute model (compute_model.hpp) from the op's shape ("flops", "blocks",
+//    "blocks_per_sm", "class") and "bytes"; an op with neither is an error naming it.
 // Workload rank r runs on cluster GPU r (node r / gpus_per_node).
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "lagom/calibrate/hardware_profile.hpp"
 #include "lagom/sim/collective_model.hpp"
 #include "lagom/sim/comm_config.hpp"
+#include "lagom/sim/compute_model.hpp"
 #include "lagom/sim/cost_model.hpp"
 #include "lagom/sim/nccl_tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
@@ -40,6 +42,16 @@ class ModelCost final : public CostModel {
   // The configuration a communication op runs with and the model's breakdown of its time.
   CommConfig config_for(const traces::Workload& w, traces::OpId op) const;
   CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op) const;
+  // A communication op's estimate under a given configuration (e.g. its resolved one).
+  CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op,
+                              const CommConfig& config) const;
+
+  // How long `op` takes alone, in microseconds: its duration_us when given, else the model's.
+  double alone_us(const traces::Workload& w, traces::OpId op) const;
+
+  const ComputeModel& compute() const { return compute_; }
+  const calibrate::HardwareProfile& profile() const { return profile_; }
+  const topologies::Cluster& cluster() const { return cluster_; }
 
  private:
   struct Communicator;
@@ -47,6 +59,7 @@ class ModelCost final : public CostModel {
 
   const topologies::Cluster& cluster_;
   const calibrate::HardwareProfile& profile_;
+  ComputeModel compute_;
   std::string name_;
   std::vector<std::unique_ptr<Communicator>> groups_;  // by GroupId
   // Send/recv without a group: the two ranks, keyed by (low, high).

@@ -89,6 +89,28 @@ struct PinnedConfig {
   bool operator==(const PinnedConfig&) const = default;
 };
 
+// What a compute kernel does, for the compute model (format fields "flops", "blocks",
+// "blocks_per_sm", "class"; its HBM traffic is the op's "bytes"). Zero means unknown.
+enum class ComputeClass : std::uint8_t {
+  kOther,
+  kGemm,
+  kAttention,
+  kElementwise,
+  kNorm,
+  kOptimizer
+};
+inline constexpr int kComputeClassCount = 6;
+std::string_view to_string(ComputeClass c);  // "gemm", "attention", ...
+std::optional<ComputeClass> parse_compute_class(std::string_view name);
+
+struct ComputeShape {
+  double flops = 0;
+  std::int32_t blocks = 0;         // thread blocks the kernel launches
+  std::int32_t blocks_per_sm = 0;  // how many fit one SM at once (occupancy)
+  ComputeClass cls = ComputeClass::kOther;
+  bool operator==(const ComputeShape&) const = default;
+};
+
 class Workload {
  public:
   Workload() = default;
@@ -130,6 +152,8 @@ class Workload {
   // The config pinned on `op`, or nullptr (most ops have none).
   const PinnedConfig* pinned_config(OpId op) const;
   std::size_t pinned_config_count() const { return pinned_.size(); }
+  // The compute shape given for `op`, or nullptr.
+  const ComputeShape* compute_shape(OpId op) const;
 
   // Approximate heap bytes held (for the memory figures in bench/RESULTS.md).
   std::size_t memory_bytes() const;
@@ -152,6 +176,7 @@ class Workload {
   std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
   std::string names_;
   std::vector<std::pair<OpId, PinnedConfig>> pinned_;  // sorted by op
+  std::vector<std::pair<OpId, ComputeShape>> shapes_;  // sorted by op
 };
 
 // Accumulates groups, streams and ops in any order, then checks and freezes them.
@@ -169,6 +194,8 @@ class WorkloadBuilder {
   void add_dep(OpId op, OpId must_finish_first);
   // Pins NCCL parameters on a communication op (an error on compute or memcpy ops at build()).
   void pin_config(OpId op, PinnedConfig config);
+  // Describes a compute op's kernel (an error on other kinds at build()).
+  void set_compute_shape(OpId op, ComputeShape shape);
   void reserve_ops(std::size_t n);
 
   std::uint32_t rank_count() const { return rank_count_; }
@@ -195,6 +222,7 @@ class WorkloadBuilder {
   bool any_name_ = false;
   std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
   std::vector<std::pair<OpId, PinnedConfig>> pinned_;
+  std::vector<std::pair<OpId, ComputeShape>> shapes_;
 };
 
 }  // namespace lagom::traces

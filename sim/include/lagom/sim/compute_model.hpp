@@ -1,0 +1,58 @@
+// The compute model: how long a kernel takes from its work, its launch geometry and the SMs and
+// HBM bandwidth it gets (all of them when alone; fewer when NCCL channels hold SMs and
+// collectives take bandwidth).
+//
+// A kernel of mu thread blocks, TB of which fit one SM, on lambda available SMs runs in waves
+// (Lagom paper eq. 5, reference/lagom-paper.md §3.3):
+//
+//   g = ceil(mu / (lambda * TB))
+//
+// and each wave is a roofline of the wave's work (eq. 6 with max instead of sum: a wave's memory
+// traffic and arithmetic overlap, as in the roofline model):
+//
+//   f = max( TB * (F / mu) / (peak / SMs * eff_flops),        per-SM arithmetic of the wave
+//            blocks_in_wave * (D / mu) / (B * eff_hbm) )       the wave's HBM traffic
+//
+//   time = launch + sum over waves of f       (the last wave may be partial)
+//
+// F: the kernel's FLOPs; D: its HBM bytes; peak: the GPU's BF16 tensor peak for GEMM and
+// attention, FP32 otherwise; B: the HBM bandwidth the kernel gets; eff_*: the class's
+// efficiencies in the profile. Without a block count the kernel is one full wave (pure roofline).
+// The efficiencies and default occupancies are priors until calibrated (docs/models.md).
+#pragma once
+
+#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/traces/workload.hpp"
+
+namespace lagom::sim {
+
+struct KernelEstimate {
+  double time_us = 0;
+  int waves = 0;
+  double compute_us = 0;  // sum over waves of the arithmetic part
+  double memory_us = 0;   // sum over waves of the memory part
+  double hbm_GBps = 0;    // the HBM bandwidth it draws on average (bytes / time)
+};
+
+class ComputeModel {
+ public:
+  explicit ComputeModel(const calibrate::HardwareProfile& profile);
+
+  // `bytes` is the kernel's HBM traffic; `sms` and `hbm_GBps` what it gets (>= 1 SM, > 0).
+  KernelEstimate estimate(const traces::ComputeShape& shape, double bytes, int sms,
+                          double hbm_GBps) const;
+  // With the whole GPU.
+  KernelEstimate alone(const traces::ComputeShape& shape, double bytes) const;
+
+  int sms() const { return sms_; }
+  double hbm_GBps() const { return hbm_GBps_; }
+  // The occupancy the model assumes for `shape` (the op's, or the class default).
+  int blocks_per_sm(const traces::ComputeShape& shape) const;
+
+ private:
+  const calibrate::HardwareProfile& profile_;
+  int sms_;
+  double hbm_GBps_;
+};
+
+}  // namespace lagom::sim

@@ -1,0 +1,83 @@
+// Waves-and-roofline compute model (see compute_model.hpp).
+#include "lagom/sim/compute_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lagom/common/error.hpp"
+
+namespace lagom::sim {
+
+static_assert(calibrate::kComputeClassCount == traces::kComputeClassCount,
+              "the profile's compute classes follow traces::ComputeClass");
+
+ComputeModel::ComputeModel(const calibrate::HardwareProfile& profile)
+    : profile_(profile),
+      sms_(static_cast<int>(profile.gpu.sms.value)),
+      hbm_GBps_(profile.gpu.hbm_GBps.value) {}
+
+int ComputeModel::blocks_per_sm(const traces::ComputeShape& shape) const {
+  if (shape.blocks_per_sm > 0) {
+    return shape.blocks_per_sm;
+  }
+  return static_cast<int>(
+      profile_.compute.classes[static_cast<int>(shape.cls)].blocks_per_sm.value);
+}
+
+KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double bytes, int sms,
+                                      double hbm_GBps) const {
+  if (sms < 1 || !(hbm_GBps > 0)) {
+    throw Error(
+        fmt::format("a kernel needs at least one SM and some HBM bandwidth (got {} SMs, "
+                    "{} GB/s)",
+                    sms, hbm_GBps));
+  }
+  const calibrate::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
+  const bool tensor =
+      shape.cls == traces::ComputeClass::kGemm || shape.cls == traces::ComputeClass::kAttention;
+  const double peak_TFLOPS =
+      tensor ? profile_.gpu.bf16_TFLOPS.value : profile_.gpu.fp32_TFLOPS.value;
+  const double per_sm_flops_per_us = peak_TFLOPS * 1e6 / sms_ * k.flops_efficiency.value;
+  const double hbm_bytes_per_us = hbm_GBps * 1e3 * k.hbm_efficiency.value;
+  const int tb = blocks_per_sm(shape);
+  // Without a block count: one full wave on the whole GPU.
+  const double mu = shape.blocks > 0 ? shape.blocks : static_cast<double>(sms_) * tb;
+  const double flops_per_block = shape.flops / mu;
+  const double bytes_per_block = bytes / mu;
+  const double per_wave_blocks = static_cast<double>(sms) * tb;
+
+  KernelEstimate e;
+  auto wave = [&](double blocks) {
+    // The busiest SM runs ceil(blocks / sms) blocks, at most TB.
+    const double on_busiest = std::min<double>(tb, std::ceil(blocks / sms));
+    const double compute = on_busiest * flops_per_block / per_sm_flops_per_us;
+    const double memory = blocks * bytes_per_block / hbm_bytes_per_us;
+    e.compute_us += compute;
+    e.memory_us += memory;
+    return std::max(compute, memory);
+  };
+  const double full_waves = std::floor(mu / per_wave_blocks);
+  const double rest = mu - full_waves * per_wave_blocks;
+  double t = 0;
+  if (full_waves > 0) {
+    const double one = wave(per_wave_blocks);
+    t += one * full_waves;
+    e.compute_us *= full_waves;
+    e.memory_us *= full_waves;
+  }
+  if (rest > 0) {
+    t += wave(rest);
+  }
+  e.waves = static_cast<int>(full_waves) + (rest > 0 ? 1 : 0);
+  e.time_us = profile_.compute.launch_us.value + t;
+  e.hbm_GBps = e.time_us > 0 ? bytes / (e.time_us * 1e3) : 0;
+  return e;
+}
+
+KernelEstimate ComputeModel::alone(const traces::ComputeShape& shape, double bytes) const {
+  return estimate(shape, bytes, sms_, hbm_GBps_);
+}
+
+}  // namespace lagom::sim

@@ -1,0 +1,150 @@
+// SM, HBM and link contention between overlapping ops on one GPU (see resource_contention.hpp).
+#include "lagom/sim/resource_contention.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lagom::sim {
+
+namespace {
+
+double wire_efficiency(Protocol p) {
+  return p == Protocol::kLL ? 0.5 : p == Protocol::kLL128 ? 120.0 / 128.0 : 1.0;
+}
+
+bool reduces(traces::OpKind k) {
+  return k == traces::OpKind::kAllReduce || k == traces::OpKind::kReduceScatter ||
+         k == traces::OpKind::kReduce;
+}
+
+}  // namespace
+
+ResourceContention::ResourceContention(const ModelCost& models) : models_(models) {}
+
+const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::Workload& w,
+                                                                  traces::OpId op) {
+  auto it = comm_.find(op);
+  if (it != comm_.end()) {
+    return it->second;
+  }
+  const CommConfig cfg = models_.config_for(w, op);
+  const CollectiveEstimate e = models_.estimate(w, op, cfg);
+  const calibrate::HardwareProfile& p = models_.profile();
+  CommInfo c;
+  c.nchannels = cfg.nchannels;
+  // Payload per direction through its bottleneck, averaged over its life alone.
+  const double payload = e.bottleneck == "network"
+                             ? e.bottleneck_bytes / std::max(1, models_.cluster().gpus_per_node())
+                             : e.bottleneck_bytes;
+  c.rate_GBps = e.time_us > 0 ? payload / (e.time_us * 1e3) : 0.0;
+  const double touches =
+      reduces(w.kind(op)) ? p.contention.comm_hbm_reduce.value : p.contention.comm_hbm_copy.value;
+  const double in_flight = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
+  const double l2_bytes = p.gpu.l2_MiB.value * 1024.0 * 1024.0;
+  const double spill = l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 1.0;
+  c.hbm_GBps = touches * c.rate_GBps / wire_efficiency(cfg.proto) *
+               (1.0 + p.contention.l2_spill.value * spill);
+  if (e.bottleneck == "intra" || e.bottleneck == "nvls") {
+    c.link_class = 0;
+    c.link_GBps = e.bottleneck_GBps;
+  } else if (e.bottleneck == "network") {
+    c.link_class = 1;
+    c.link_GBps = e.bottleneck_GBps / std::max(1, models_.cluster().gpus_per_node());
+  }
+  return comm_.emplace(op, c).first->second;
+}
+
+int ResourceContention::held_sms(const traces::Workload& w, traces::OpId op) {
+  return traces::is_comm(w.kind(op)) ? comm_info(w, op).nchannels : 0;
+}
+
+void ResourceContention::speed_factors(const traces::Workload& w, traces::Rank,
+                                       std::span<const ActiveOp> active,
+                                       std::span<double> factors) {
+  const ComputeModel& cm = models_.compute();
+  const calibrate::HardwareProfile& p = models_.profile();
+  const int sms = cm.sms();
+
+  // SMs: channels of every collective present, running or waiting.
+  int held = 0;
+  int kernels = 0;
+  for (const ActiveOp& a : active) {
+    const traces::OpKind k = w.kind(a.op);
+    if (traces::is_comm(k)) {
+      held += comm_info(w, a.op).nchannels;
+    } else if (k == traces::OpKind::kCompute && !a.waiting) {
+      ++kernels;
+    }
+  }
+  held = std::min(held, sms - 1);
+  const int per_kernel = kernels > 0 ? std::max(1, (sms - held) / kernels) : sms;
+
+  // HBM: what every running op would draw alone.
+  demand_.assign(active.size(), 0.0);
+  double total = 0;
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    if (active[i].waiting) {
+      continue;
+    }
+    const traces::OpId op = active[i].op;
+    const traces::OpKind k = w.kind(op);
+    const double alone_us = std::max(1e-3, models_.alone_us(w, op));
+    if (k == traces::OpKind::kCompute) {
+      demand_[i] = static_cast<double>(w.bytes(op)) / (alone_us * 1e3);
+    } else if (k == traces::OpKind::kMemcpy) {
+      demand_[i] = 2.0 * static_cast<double>(w.bytes(op)) / (alone_us * 1e3);
+    } else {
+      demand_[i] = comm_info(w, op).hbm_GBps;
+    }
+    total += demand_[i];
+  }
+  const double capacity = cm.hbm_GBps() * p.contention.hbm_efficiency.value;
+  const double share = total > capacity ? capacity / total : 1.0;
+
+  // Links: running collectives per link class, in proportion to their rates.
+  double link_demand[2] = {0, 0};
+  double link_capacity[2] = {0, 0};
+  for (const ActiveOp& a : active) {
+    if (!a.waiting && traces::is_comm(w.kind(a.op))) {
+      const CommInfo& c = comm_info(w, a.op);
+      if (c.link_class >= 0) {
+        link_demand[c.link_class] += c.rate_GBps;
+        link_capacity[c.link_class] = std::max(link_capacity[c.link_class], c.link_GBps);
+      }
+    }
+  }
+
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    factors[i] = 1.0;
+    if (active[i].waiting) {
+      continue;
+    }
+    const traces::OpId op = active[i].op;
+    const traces::OpKind k = w.kind(op);
+    if (k == traces::OpKind::kCompute) {
+      const traces::ComputeShape* shape = w.compute_shape(op);
+      if (shape == nullptr && w.bytes(op) == 0) {
+        // Known only by its duration: it slows with the SMs it loses.
+        factors[i] = static_cast<double>(per_kernel) / sms;
+        continue;
+      }
+      const traces::ComputeShape s = shape ? *shape : traces::ComputeShape{};
+      const double bytes = static_cast<double>(w.bytes(op));
+      const double alone = cm.alone(s, bytes).time_us;
+      const double now = cm.estimate(s, bytes, per_kernel, cm.hbm_GBps() * share).time_us;
+      factors[i] = std::clamp(alone / now, 1e-6, 1.0);
+    } else if (k == traces::OpKind::kMemcpy) {
+      factors[i] = share;
+    } else {
+      const CommInfo& c = comm_info(w, op);
+      double f = share;
+      if (c.link_class >= 0 && link_demand[c.link_class] > link_capacity[c.link_class] &&
+          link_demand[c.link_class] > 0) {
+        f = std::min(f, link_capacity[c.link_class] / link_demand[c.link_class]);
+      }
+      factors[i] = std::clamp(f, 1e-6, 1.0);
+    }
+  }
+}
+
+}  // namespace lagom::sim
