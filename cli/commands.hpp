@@ -15,6 +15,7 @@ inline constexpr int kExitUsage = 2;
 int simulate_command(const std::vector<std::string>& args);
 int comm_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
+int overlap_command(const std::vector<std::string>& args);
 int cluster_command(const std::vector<std::string>& args);
 
 }  // namespace lagom::cli

@@ -27,6 +27,8 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::comm_command},
     {"calibrate", "fit a hardware profile to nccl-tests logs, or check a profile against them",
      lagom::cli::calibrate_command},
+    {"overlap", "one collective beside compute kernels, swept over channels and chunk sizes",
+     lagom::cli::overlap_command},
     {"cluster", "describe a cluster preset or file (fabric, NICs, communicator bottlenecks)",
      lagom::cli::cluster_command},
 };

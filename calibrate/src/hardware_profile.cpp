@@ -189,8 +189,9 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
     }
   }
   const json& comp = r.field(doc, "", "compute");
-  r.only(comp, "compute", {"launch_us", "classes"});
+  r.only(comp, "compute", {"launch_us", "overlap_loss", "classes"});
   p.compute.launch_us = r.measured(comp, "compute", "launch_us", 0, 1e4);
+  p.compute.overlap_loss = r.measured(comp, "compute", "overlap_loss", 0, 1);
   const json& classes = r.field(comp, "compute", "classes");
   r.only(classes, "compute.classes",
          {"other", "gemm", "attention", "elementwise", "norm", "optimizer"});
@@ -207,11 +208,13 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
     }
   }
   const json& cont = r.field(doc, "", "contention");
-  r.only(cont, "contention", {"hbm_efficiency", "comm_hbm_reduce", "comm_hbm_copy", "l2_spill"});
+  r.only(cont, "contention",
+         {"hbm_efficiency", "comm_hbm_reduce", "comm_hbm_copy", "l2_spill", "l2_pollution"});
   p.contention.hbm_efficiency = r.measured(cont, "contention", "hbm_efficiency", 0.01, 1);
   p.contention.comm_hbm_reduce = r.measured(cont, "contention", "comm_hbm_reduce", 0, 10);
   p.contention.comm_hbm_copy = r.measured(cont, "contention", "comm_hbm_copy", 0, 10);
   p.contention.l2_spill = r.measured(cont, "contention", "l2_spill", 0, 10);
+  p.contention.l2_pollution = r.measured(cont, "contention", "l2_pollution", 0, 10);
   if (auto it = doc.find("calibration"); it != doc.end()) {
     if (!it->is_array()) {
       r.fail("calibration", "must be an array of strings");
@@ -265,6 +268,7 @@ std::string profile_to_json(const HardwareProfile& p) {
   doc["collective"] = std::move(coll);
   ordered comp;
   comp["launch_us"] = to_json(p.compute.launch_us);
+  comp["overlap_loss"] = to_json(p.compute.overlap_loss);
   ordered classes;
   for (int c = 0; c < kComputeClassCount; ++c) {
     const ComputeClassParams& k = p.compute.classes[c];
@@ -277,7 +281,8 @@ std::string profile_to_json(const HardwareProfile& p) {
   doc["contention"] = ordered{{"hbm_efficiency", to_json(p.contention.hbm_efficiency)},
                               {"comm_hbm_reduce", to_json(p.contention.comm_hbm_reduce)},
                               {"comm_hbm_copy", to_json(p.contention.comm_hbm_copy)},
-                              {"l2_spill", to_json(p.contention.l2_spill)}};
+                              {"l2_spill", to_json(p.contention.l2_spill)},
+                              {"l2_pollution", to_json(p.contention.l2_pollution)}};
   doc["calibration"] = p.calibration;
   return doc.dump(1) + "\n";
 }

@@ -27,7 +27,7 @@ int ComputeModel::blocks_per_sm(const traces::ComputeShape& shape) const {
 }
 
 KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double bytes, int sms,
-                                      double hbm_GBps) const {
+                                      double hbm_GBps, double inflation) const {
   if (sms < 1 || !(hbm_GBps > 0)) {
     throw Error(
         fmt::format("a kernel needs at least one SM and some HBM bandwidth (got {} SMs, "
@@ -45,7 +45,8 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   // Without a block count: one full wave on the whole GPU.
   const double mu = shape.blocks > 0 ? shape.blocks : static_cast<double>(sms_) * tb;
   const double flops_per_block = shape.flops / mu;
-  const double bytes_per_block = bytes / mu;
+  const double bytes_per_block = bytes * inflation / mu;
+  const double loss = profile_.compute.overlap_loss.value;
   const double per_wave_blocks = static_cast<double>(sms) * tb;
 
   KernelEstimate e;
@@ -56,7 +57,7 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
     const double memory = blocks * bytes_per_block / hbm_bytes_per_us;
     e.compute_us += compute;
     e.memory_us += memory;
-    return std::max(compute, memory);
+    return std::max(compute, memory) + loss * std::min(compute, memory);
   };
   const double full_waves = std::floor(mu / per_wave_blocks);
   const double rest = mu - full_waves * per_wave_blocks;

@@ -40,6 +40,7 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::
   const double touches =
       reduces(w.kind(op)) ? p.contention.comm_hbm_reduce.value : p.contention.comm_hbm_copy.value;
   const double in_flight = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
+  c.in_flight_bytes = in_flight;
   const double l2_bytes = p.gpu.l2_MiB.value * 1024.0 * 1024.0;
   const double spill = l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 1.0;
   c.hbm_GBps = touches * c.rate_GBps / wire_efficiency(cfg.proto) *
@@ -77,6 +78,17 @@ void ResourceContention::speed_factors(const traces::Workload& w, traces::Rank,
     }
   }
   held = std::min(held, sms - 1);
+  // L2: the collectives' chunks in flight (4 per channel: NCCL keeps two chunk slots per send and
+  // receive connection busy) evict kernels' working sets once they fill it.
+  double in_flight = 0;
+  for (const ActiveOp& a : active) {
+    if (!a.waiting && traces::is_comm(w.kind(a.op))) {
+      in_flight += comm_info(w, a.op).in_flight_bytes;
+    }
+  }
+  const double l2_bytes = p.gpu.l2_MiB.value * 1024.0 * 1024.0;
+  const double inflation = 1.0 + p.contention.l2_pollution.value *
+                                     (l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 0.0);
   const int per_kernel = kernels > 0 ? std::max(1, (sms - held) / kernels) : sms;
 
   // HBM: what every running op would draw alone.
@@ -131,7 +143,8 @@ void ResourceContention::speed_factors(const traces::Workload& w, traces::Rank,
       const traces::ComputeShape s = shape ? *shape : traces::ComputeShape{};
       const double bytes = static_cast<double>(w.bytes(op));
       const double alone = cm.alone(s, bytes).time_us;
-      const double now = cm.estimate(s, bytes, per_kernel, cm.hbm_GBps() * share).time_us;
+      const double now =
+          cm.estimate(s, bytes, per_kernel, cm.hbm_GBps() * share, inflation).time_us;
       factors[i] = std::clamp(alone / now, 1e-6, 1.0);
     } else if (k == traces::OpKind::kMemcpy) {
       factors[i] = share;

@@ -1,10 +1,95 @@
-// Busy/idle accounting from per-op launch/start/end times.
+// Busy/idle accounting and overlap groups from per-op launch/start/end times.
 #include "lagom/sim/stats.hpp"
 
 #include <algorithm>
 #include <utility>
 
 namespace lagom::sim {
+
+double slowdown(const traces::OpTimes& t) {
+  if (t.alone.count_ns() <= 0) {
+    return 1.0;
+  }
+  return static_cast<double>((t.end - t.start).count_ns()) /
+         static_cast<double>(t.alone.count_ns());
+}
+
+OverlapStats find_overlap_groups(const traces::Workload& w, const SimResult& r) {
+  OverlapStats o;
+  double compute_sum = 0;
+  double comm_sum = 0;
+  double compute_max = 0;
+  std::uint64_t compute_n = 0;
+  std::uint64_t comm_n = 0;
+  // The rank's ops that ran, by (start, OpId): a total order, so groups and their op lists are
+  // the same on every run. Reused across ranks.
+  std::vector<std::pair<std::int64_t, traces::OpId>> order;
+  for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
+    order.clear();
+    for (traces::StreamId sid = w.first_stream(rank); sid < w.last_stream(rank); ++sid) {
+      const traces::Stream& st = w.stream(sid);
+      for (traces::OpId op = st.first_op; op < st.first_op + st.op_count; ++op) {
+        if (r.ops[op].end > r.ops[op].start) {
+          order.emplace_back(r.ops[op].start.count_ns(), op);
+        }
+      }
+    }
+    std::sort(order.begin(), order.end());
+    // Sweep: a component grows while the next op starts before the component's latest end.
+    for (std::size_t i = 0; i < order.size();) {
+      Time end = r.ops[order[i].second].end;
+      std::size_t j = i + 1;
+      for (; j < order.size() && r.ops[order[j].second].start < end; ++j) {
+        end = std::max(end, r.ops[order[j].second].end);
+      }
+      bool has_comm = false;
+      bool has_compute = false;
+      for (std::size_t k = i; k < j; ++k) {
+        const traces::OpKind kind = w.kind(order[k].second);
+        has_comm = has_comm || traces::is_comm(kind);
+        has_compute = has_compute || kind == traces::OpKind::kCompute;
+      }
+      if (has_comm && has_compute) {
+        OverlapGroup g;
+        g.rank = rank;
+        g.start = r.ops[order[i].second].start;
+        g.end = end;
+        g.first = static_cast<std::uint32_t>(o.ops.size());
+        g.count = static_cast<std::uint32_t>(j - i);
+        for (std::size_t k = i; k < j; ++k) {
+          const traces::OpId op = order[k].second;
+          const traces::OpTimes& t = r.ops[op];
+          o.ops.push_back(op);
+          const traces::OpKind kind = w.kind(op);
+          if (traces::is_comm(kind)) {
+            g.comm += t.end - t.start;
+            comm_sum += slowdown(t);
+            ++comm_n;
+          } else if (kind == traces::OpKind::kCompute) {
+            g.compute += t.end - t.start;
+            const double s = slowdown(t);
+            compute_sum += s;
+            compute_max = std::max(compute_max, s);
+            ++compute_n;
+          }
+        }
+        o.comm += g.comm;
+        o.compute += g.compute;
+        o.makespan += g.makespan();
+        o.groups.push_back(g);
+      }
+      i = j;
+    }
+  }
+  if (compute_n > 0) {
+    o.compute_slowdown_mean = compute_sum / static_cast<double>(compute_n);
+    o.compute_slowdown_max = compute_max;
+  }
+  if (comm_n > 0) {
+    o.comm_slowdown_mean = comm_sum / static_cast<double>(comm_n);
+  }
+  return o;
+}
 
 StepStats summarize(const traces::Workload& w, const SimResult& r) {
   StepStats s;
@@ -50,6 +135,7 @@ StepStats summarize(const traces::Workload& w, const SimResult& r) {
     }
     s.ranks[rank] = RankStats{busy, s.step_time - busy};
   }
+  s.overlap = find_overlap_groups(w, r);
   return s;
 }
 

@@ -81,7 +81,9 @@ struct ComputeClassParams {
 };
 
 struct ComputeParams {
-  Measured launch_us;  // kernel launch and tail overhead
+  Measured launch_us;     // kernel launch and tail overhead
+  Measured overlap_loss;  // share of the smaller of a wave's arithmetic and memory time that
+                          // does not overlap the larger (0: roofline, 1: Lagom eq. 6's sum)
   ComputeClassParams classes[kComputeClassCount];
 };
 
@@ -93,6 +95,8 @@ struct ContentionParams {
   Measured comm_hbm_copy;    // ... per byte a copying collective moves (read, write)
   Measured l2_spill;         // extra HBM traffic, as a fraction, once a collective's
                              // in-flight chunks (4 * channels * chunk) exceed L2
+  Measured l2_pollution;     // extra HBM traffic of a kernel, as a fraction, once collectives'
+                             // in-flight chunks fill L2 (they evict its working set)
 };
 
 struct HardwareProfile {

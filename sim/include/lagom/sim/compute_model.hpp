@@ -7,11 +7,15 @@
 //
 //   g = ceil(mu / (lambda * TB))
 //
-// and each wave is a roofline of the wave's work (eq. 6 with max instead of sum: a wave's memory
-// traffic and arithmetic overlap, as in the roofline model):
+// and each wave costs its arithmetic and its HBM traffic, which mostly overlap:
 //
-//   f = max( TB * (F / mu) / (peak / SMs * eff_flops),        per-SM arithmetic of the wave
-//            blocks_in_wave * (D / mu) / (B * eff_hbm) )       the wave's HBM traffic
+//   c = TB * (F / mu) / (peak / SMs * eff_flops)           per-SM arithmetic of the wave
+//   m = blocks_in_wave * (D / mu) * inflation / (B * eff_hbm)   the wave's HBM traffic
+//   f = max(c, m) + overlap_loss * min(c, m)
+//
+// overlap_loss = 0 is the roofline; 1 is the Lagom paper's eq. 6 (f = theta + memory term). The
+// profile's prior sits between. `inflation` (>= 1) is extra traffic when the kernel's L2 working
+// set is evicted (the contention model passes it; 1 alone).
 //
 //   time = launch + sum over waves of f       (the last wave may be partial)
 //
@@ -39,8 +43,8 @@ class ComputeModel {
   explicit ComputeModel(const calibrate::HardwareProfile& profile);
 
   // `bytes` is the kernel's HBM traffic; `sms` and `hbm_GBps` what it gets (>= 1 SM, > 0).
-  KernelEstimate estimate(const traces::ComputeShape& shape, double bytes, int sms,
-                          double hbm_GBps) const;
+  KernelEstimate estimate(const traces::ComputeShape& shape, double bytes, int sms, double hbm_GBps,
+                          double inflation = 1.0) const;
   // With the whole GPU.
   KernelEstimate alone(const traces::ComputeShape& shape, double bytes) const;
 

@@ -13,6 +13,8 @@
 //    When the draws exceed the sustained bandwidth (HBM peak * hbm_efficiency) every op gets the
 //    same fraction of what it asks for: kernels' memory phases stretch (Lagom eq. 6, generalised
 //    to both directions), collectives slow by that fraction.
+//  * L2. While collectives' in-flight chunks (4 * channels * chunk) fill the L2, they evict the
+//    kernels' working sets: a kernel's HBM traffic grows by l2_pollution * min(1, in-flight / L2).
 //  * Links. Collectives on this GPU whose bottleneck is the same link class share it in
 //    proportion to their rates (max-min fair when they ask alike).
 //
@@ -48,10 +50,11 @@ class ResourceContention final : public ContentionModel {
  private:
   struct CommInfo {
     int nchannels = 0;
-    double rate_GBps = 0;  // payload per direction on its bottleneck, alone
-    double hbm_GBps = 0;   // HBM it draws, alone
-    double link_GBps = 0;  // capacity of its bottleneck link, if link-bound
-    int link_class = -1;   // 0 intra-node, 1 network, -1 not link-bound
+    double rate_GBps = 0;        // payload per direction on its bottleneck, alone
+    double hbm_GBps = 0;         // HBM it draws, alone
+    double link_GBps = 0;        // capacity of its bottleneck link, if link-bound
+    int link_class = -1;         // 0 intra-node, 1 network, -1 not link-bound
+    double in_flight_bytes = 0;  // 4 * channels * chunk
   };
   const CommInfo& comm_info(const traces::Workload& w, traces::OpId op);
 

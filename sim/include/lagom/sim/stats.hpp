@@ -1,11 +1,13 @@
-// Per-rank and per-stream statistics of a finished simulation.
+// Per-rank, per-stream and per-overlap-group statistics of a finished simulation.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "lagom/common/time.hpp"
 #include "lagom/sim/engine.hpp"
+#include "lagom/traces/timeline.hpp"
 #include "lagom/traces/workload.hpp"
 
 namespace lagom::sim {
@@ -23,10 +25,55 @@ struct RankStats {
   Time idle;  // step_time - busy
 };
 
+// How many times longer an op ran than it takes alone: (end - start) / alone, 1 when alone is 0.
+// For a communication op `alone` is its communication instance's, so every member of an
+// instance has the same slowdown. Without a contention model it is exactly 1.
+double slowdown(const traces::OpTimes& t);
+
+// An overlap group (reference/lagom-paper.md §3.2, eq. 1): on one rank, a maximal set of ops
+// whose running intervals [start, end) overlap transitively (across the rank's streams) and
+// that holds at least one communication op and one compute op. Intervals that only touch
+// ([0, 10) and [10, 20)) do not overlap; ops that never ran (start == end) belong to no group.
+// A memcpy overlapping the others joins their group (it links ops and can extend the span) but
+// counts in neither X nor Y.
+struct OverlapGroup {
+  traces::Rank rank = 0;
+  Time start;               // earliest start of its ops
+  Time end;                 // latest end of its ops
+  Time comm;                // X: sum over its communication ops of end - start
+  Time compute;             // Y: sum over its compute ops of end - start
+  std::uint32_t first = 0;  // its ops are OverlapStats::ops[first, first + count)
+  std::uint32_t count = 0;
+
+  // Z. With one serial stream of compute and one of communication, Z >= max(X, Y).
+  Time makespan() const { return end - start; }
+};
+
+struct OverlapStats {
+  std::vector<OverlapGroup> groups;  // by rank, then by start
+  std::vector<traces::OpId> ops;     // each group's ops, by (start, OpId)
+
+  // Over all groups:
+  Time comm;                         // sum of X
+  Time compute;                      // sum of Y
+  Time makespan;                     // sum of Z
+  double compute_slowdown_mean = 1;  // over the compute ops in groups (1 when there are none)
+  double compute_slowdown_max = 1;
+  double comm_slowdown_mean = 1;  // over the communication ops in groups (1 when none)
+
+  std::span<const traces::OpId> ops_of(const OverlapGroup& g) const {
+    return std::span<const traces::OpId>(ops).subspan(g.first, g.count);
+  }
+};
+
+// One sort and one sweep per rank: O(n log n) in the rank's op count, memory linear in the ops.
+OverlapStats find_overlap_groups(const traces::Workload& w, const SimResult& r);
+
 struct StepStats {
   Time step_time;
   std::vector<RankStats> ranks;      // by rank
   std::vector<StreamStats> streams;  // by StreamId
+  OverlapStats overlap;
 };
 
 StepStats summarize(const traces::Workload& w, const SimResult& r);

@@ -1,0 +1,356 @@
+// `lagom overlap`: the Lagom paper's microbenchmark (its Figure 3) as a command — one collective
+// beside a compute kernel sequence on every GPU, swept over channels and chunk sizes, each point
+// simulated with the contention model and compared with both running alone.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "hardware_options.hpp"
+#include "lagom/common/build_info.hpp"
+#include "lagom/common/error.hpp"
+#include "lagom/common/units.hpp"
+#include "lagom/sim/engine.hpp"
+#include "lagom/sim/model_cost.hpp"
+#include "lagom/sim/resource_contention.hpp"
+#include "lagom/traces/execution_graph.hpp"
+
+namespace lagom::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+struct Kernel {
+  std::string name;
+  traces::ComputeShape shape;
+  std::int64_t bytes = 0;
+};
+
+constexpr double kBf16 = 2.0;  // bytes per element
+
+// A GEMM C[m,n] = A[m,k] B[k,n] in bf16 with 128 x 128 output tiles, one CTA per SM.
+Kernel gemm(const std::string& name, double m, double n, double k) {
+  Kernel g;
+  g.name = name;
+  g.shape.flops = 2.0 * m * n * k;
+  g.shape.blocks = static_cast<std::int32_t>(std::ceil(m / 128.0) * std::ceil(n / 128.0));
+  g.shape.cls = traces::ComputeClass::kGemm;
+  g.bytes = static_cast<std::int64_t>(kBf16 * (m * k + k * n + m * n));
+  return g;
+}
+
+// An elementwise op over `elems` bf16 values (read and write), 2,048 values per block.
+Kernel elementwise(const std::string& name, double elems) {
+  Kernel e;
+  e.name = name;
+  e.shape.flops = 8.0 * elems;  // an activation's handful of operations per value
+  e.shape.blocks = static_cast<std::int32_t>(std::ceil(elems / 2048.0));
+  e.shape.cls = traces::ComputeClass::kElementwise;
+  e.bytes = static_cast<std::int64_t>(2.0 * kBf16 * elems);
+  return e;
+}
+
+// "gemm:m=8192,n=8192,k=8192" | "ffn:tokens=4096,hidden=2560,ffn=10240" |
+// "elementwise:elems=1e8"; any of them with ",repeat=N".
+std::vector<Kernel> parse_compute(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  std::map<std::string, double> args;
+  if (colon != std::string::npos) {
+    std::stringstream in(spec.substr(colon + 1));
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos) {
+        throw Error(fmt::format("--compute '{}': '{}' is not key=value", spec, item));
+      }
+      const std::string key = item.substr(0, eq);
+      const std::string val = item.substr(eq + 1);
+      char* end = nullptr;
+      const double v = std::strtod(val.c_str(), &end);
+      if (end == val.c_str() || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
+        throw Error(
+            fmt::format("--compute '{}': {} must be a positive number, got '{}'", spec, key, val));
+      }
+      args[key] = v;
+    }
+  }
+  auto need = [&](const char* key) {
+    auto it = args.find(key);
+    if (it == args.end()) {
+      throw Error(fmt::format("--compute '{}': missing {}=", spec, key));
+    }
+    const double v = it->second;
+    args.erase(it);
+    return v;
+  };
+  double repeat = 1;
+  if (auto it = args.find("repeat"); it != args.end()) {
+    repeat = it->second;
+    args.erase(it);
+    if (repeat != std::floor(repeat) || repeat > 1000) {
+      throw Error(fmt::format("--compute '{}': repeat must be a whole number up to 1000", spec));
+    }
+  }
+  std::vector<Kernel> one;
+  if (kind == "gemm") {
+    const double m = need("m");
+    const double n = need("n");
+    const double k = need("k");
+    one.push_back(gemm("gemm", m, n, k));
+  } else if (kind == "ffn") {
+    // A transformer MLP block: up-projection, activation, down-projection.
+    const double tokens = need("tokens");
+    const double hidden = need("hidden");
+    const double ffn = need("ffn");
+    one.push_back(gemm("ffn.up", tokens, ffn, hidden));
+    one.push_back(elementwise("ffn.act", tokens * ffn));
+    one.push_back(gemm("ffn.down", tokens, hidden, ffn));
+  } else if (kind == "elementwise") {
+    one.push_back(elementwise("elementwise", need("elems")));
+  } else {
+    throw Error(
+        fmt::format("--compute '{}': unknown kernel '{}' (gemm, ffn, elementwise)", spec, kind));
+  }
+  if (!args.empty()) {
+    throw Error(fmt::format("--compute '{}': unknown parameter '{}'", spec, args.begin()->first));
+  }
+  std::vector<Kernel> out;
+  for (int r = 0; r < static_cast<int>(repeat); ++r) {
+    out.insert(out.end(), one.begin(), one.end());
+  }
+  return out;
+}
+
+std::vector<std::int64_t> parse_list(const std::string& text, const char* what, bool bytes) {
+  std::vector<std::int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (bytes) {
+      out.push_back(parse_bytes(item, what));
+    } else {
+      try {
+        std::size_t used = 0;
+        const long v = std::stol(item, &used);
+        if (used != item.size() || v < 1) {
+          throw std::invalid_argument(item);
+        }
+        out.push_back(v);
+      } catch (const std::exception&) {
+        throw Error(fmt::format("{}: '{}' is not a positive whole number", what, item));
+      }
+    }
+  }
+  if (out.empty()) {
+    throw Error(fmt::format("{} needs at least one value", what));
+  }
+  return out;
+}
+
+struct Point {
+  double comm_us = 0;
+  double compute_us = 0;
+  double makespan_us = 0;
+};
+
+// One simulation: the collective on every rank's "comm" stream and/or the kernels on every rank's
+// "compute" stream, all starting at time 0.
+Point run(const Hardware& h, int nranks, traces::OpKind coll, std::int64_t bytes,
+          const traces::PinnedConfig& pin, const std::vector<Kernel>& kernels, bool with_comm,
+          bool with_compute) {
+  traces::WorkloadBuilder b(static_cast<std::uint32_t>(nranks));
+  std::vector<traces::Rank> all(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    all[static_cast<std::size_t>(r)] = static_cast<traces::Rank>(r);
+  }
+  const traces::GroupId g = b.add_group("all", all);
+  for (int r = 0; r < nranks; ++r) {
+    const auto rank = static_cast<traces::Rank>(r);
+    if (with_compute) {
+      const traces::StreamId s = b.add_stream(rank, "compute");
+      for (const Kernel& k : kernels) {
+        const traces::OpId op =
+            b.add_op(s, traces::OpSpec{traces::OpKind::kCompute, k.bytes, traces::kNoGroup,
+                                       traces::kNoPeer, traces::kNoDuration});
+        b.set_compute_shape(op, k.shape);
+      }
+    }
+    if (with_comm) {
+      const traces::StreamId s = b.add_stream(rank, "comm");
+      const traces::OpId op =
+          b.add_op(s, traces::OpSpec{coll, bytes, g, traces::kNoPeer, traces::kNoDuration});
+      b.pin_config(op, pin);
+    }
+  }
+  const traces::Workload w = std::move(b).build("lagom overlap");
+  const traces::ExecutionGraph graph = traces::analyze(w);
+  const sim::ModelCost cost(h.cluster, h.profile, w);
+  sim::ResourceContention contention(cost);
+  sim::Engine engine(w, graph, sim::SimOptions{&cost, &contention});
+  const sim::SimResult r = engine.run();
+  Point p;
+  p.makespan_us = r.step_time.us();
+  for (traces::StreamId s = w.first_stream(0); s < w.last_stream(0); ++s) {
+    const traces::Stream& st = w.stream(s);
+    if (st.op_count == 0) {
+      continue;
+    }
+    const Time begin = r.ops[st.first_op].start;
+    const Time end = r.ops[st.first_op + st.op_count - 1].end;
+    (st.name == "comm" ? p.comm_us : p.compute_us) = (end - begin).us();
+  }
+  return p;
+}
+
+}  // namespace
+
+int overlap_command(const std::vector<std::string>& args) {
+  HardwareOptions hw;
+  std::string coll_name = "allreduce";
+  std::string bytes_text = "32M";
+  std::vector<std::string> compute_specs;
+  std::string nchannels_text = "1,2,4,8,16,32";
+  std::string chunk_text = "16K,64K,256K,1M,2M";
+  int nthreads = 0;
+  std::string algo;
+  std::string proto;
+  int ranks = 0;
+  po::options_description desc(
+      "Usage: lagom overlap --cluster PRESET [--nodes N] [--ranks R] [--coll allreduce]\n"
+      "                     [--bytes 32M] --compute SPEC [--compute SPEC ...]\n"
+      "                     [--nchannels 1,2,4,8,16,32] [--chunk 16K,64K,256K,1M,2M]\n"
+      "                     [--nthreads T] [--algo A] [--proto P] [--profile P] [--json]\n\n"
+      "The Lagom paper's overlap microbenchmark: on every GPU one collective runs on one stream\n"
+      "while compute kernels run on another, both from time 0. For each (channels, chunk) it\n"
+      "simulates them together (SMs held by channels, shared HBM and links) and each alone, and\n"
+      "prints communication and computation time, alone and overlapped, and the makespan.\n"
+      "SPEC: gemm:m=8192,n=8192,k=8192 | ffn:tokens=4096,hidden=2560,ffn=10240 |\n"
+      "elementwise:elems=1e8, each with optional ,repeat=N; several --compute run in order.\n\n"
+      "Options");
+  desc.add_options()("help,h", "show this help")(
+      "coll", po::value(&coll_name),
+      "allreduce (default), allgather, reducescatter, broadcast, "
+      "reduce, alltoall")("bytes", po::value(&bytes_text),
+                          "collective size, nccl-tests convention (default 32M)")(
+      "compute", po::value(&compute_specs), "compute kernels (see above)")(
+      "nchannels", po::value(&nchannels_text), "channel counts to sweep")(
+      "chunk", po::value(&chunk_text), "chunk sizes to sweep")(
+      "nthreads", po::value(&nthreads), "threads per channel (default: NCCL's)")(
+      "algo", po::value(&algo), "algorithm (default: NCCL's)")("proto", po::value(&proto),
+                                                               "protocol (default: NCCL's)")(
+      "ranks", po::value(&ranks), "ranks 0..R-1 (default: every GPU of the cluster)")(
+      "json", "print {\"context\", \"rows\"} as JSON");
+  add_hardware_options(desc, hw);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+  if (compute_specs.empty()) {
+    throw po::error("--compute is required (e.g. ffn:tokens=4096,hidden=2560,ffn=10240)");
+  }
+  const auto kind = traces::parse_op_kind(coll_name);
+  if (!kind || !traces::is_collective(*kind)) {
+    throw Error(
+        fmt::format("--coll '{}' is not a collective (allreduce, allgather, "
+                    "reducescatter, broadcast, reduce, alltoall)",
+                    coll_name));
+  }
+  if (traces::has_root(*kind)) {
+    throw Error(
+        fmt::format("--coll {} needs a root; use allreduce, allgather, reducescatter or "
+                    "alltoall",
+                    coll_name));
+  }
+  const std::int64_t bytes = parse_bytes(bytes_text, "--bytes");
+  std::vector<Kernel> kernels;
+  for (const std::string& spec : compute_specs) {
+    const auto more = parse_compute(spec);
+    kernels.insert(kernels.end(), more.begin(), more.end());
+  }
+  const auto channel_list = parse_list(nchannels_text, "--nchannels", false);
+  const auto chunk_list = parse_list(chunk_text, "--chunk", true);
+  if (vm.count("nthreads") && nthreads < 1) {
+    throw Error(fmt::format("--nthreads must be positive, got {}", nthreads));
+  }
+  const Hardware h = load_hardware(hw);
+  const int nranks = ranks == 0 ? h.cluster.gpu_count() : ranks;
+  if (nranks < 1 || nranks > h.cluster.gpu_count()) {
+    throw Error(fmt::format("--ranks {} does not fit cluster '{}' with {} GPUs", nranks,
+                            h.cluster.name(), h.cluster.gpu_count()));
+  }
+
+  traces::PinnedConfig base;
+  base.algo = algo;
+  base.proto = proto;
+  base.nthreads = nthreads;
+  const Point compute_alone = run(h, nranks, *kind, bytes, base, kernels, false, true);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::vector<std::string> lines;
+  for (std::int64_t nc : channel_list) {
+    for (std::int64_t chunk : chunk_list) {
+      traces::PinnedConfig pin = base;
+      pin.nchannels = static_cast<int>(nc);
+      pin.chunk_bytes = chunk;
+      Point alone;
+      Point both;
+      try {
+        alone = run(h, nranks, *kind, bytes, pin, kernels, true, false);
+        both = run(h, nranks, *kind, bytes, pin, kernels, true, true);
+      } catch (const Error& e) {
+        throw Error(fmt::format("nchannels {} chunk {}: {}", nc, chunk, e.what()));
+      }
+      rows.push_back({{"nchannels", nc},
+                      {"chunk_bytes", chunk},
+                      {"comm_us", both.comm_us},
+                      {"comm_alone_us", alone.comm_us},
+                      {"compute_us", both.compute_us},
+                      {"compute_alone_us", compute_alone.compute_us},
+                      {"makespan_us", both.makespan_us}});
+      lines.push_back(
+          fmt::format("{:>4} {:>9} {:>11.1f} {:>11.1f} {:>7.3f} {:>11.1f} {:>11.1f} "
+                      "{:>7.3f} {:>11.1f}",
+                      nc, format_bytes(chunk), both.comm_us, alone.comm_us,
+                      both.comm_us / alone.comm_us, both.compute_us, compute_alone.compute_us,
+                      both.compute_us / compute_alone.compute_us, both.makespan_us));
+    }
+  }
+  if (vm.count("json")) {
+    nlohmann::ordered_json out;
+    out["context"] = {{"lagom_version", std::string(version())},
+                      {"git_sha", std::string(git_sha())},
+                      {"command", "overlap"},
+                      {"cluster", h.cluster.name()},
+                      {"nodes", h.cluster.nodes()},
+                      {"ranks", nranks},
+                      {"profile", h.profile.origin},
+                      {"coll", coll_name},
+                      {"bytes", bytes},
+                      {"compute", compute_specs}};
+    out["rows"] = std::move(rows);
+    std::cout << out.dump(1) << "\n";
+    return kExitOk;
+  }
+  fmt::print("# lagom {} overlap: {} of {} beside {} on {} ({} ranks), profile {}\n", version(),
+             coll_name, format_bytes(bytes), fmt::join(compute_specs, " + "), h.cluster.name(),
+             nranks, h.profile.origin);
+  fmt::print("# {:>2} {:>9} {:>11} {:>11} {:>7} {:>11} {:>11} {:>7} {:>11}\n", "nc", "chunk",
+             "comm_us", "comm_alone", "slower", "compute_us", "comp_alone", "slower",
+             "makespan_us");
+  for (const std::string& l : lines) {
+    fmt::print("{}\n", l);
+  }
+  return kExitOk;
+}
+
+}  // namespace lagom::cli
