@@ -1,0 +1,200 @@
+// The compute model and the SM/HBM/link contention model, with expectations derived in comments.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/sim/compute_model.hpp"
+#include "lagom/sim/engine.hpp"
+#include "lagom/sim/model_cost.hpp"
+#include "lagom/sim/resource_contention.hpp"
+#include "lagom/topologies/cluster.hpp"
+#include "test_util.hpp"
+
+namespace lagom::sim {
+namespace {
+
+const calibrate::HardwareProfile& h100() {
+  static const calibrate::HardwareProfile p = calibrate::load_profile("h100-sxm");
+  return p;
+}
+
+// Per-SM arithmetic rate the model uses for a GEMM: peak / SMs * efficiency (FLOP/us).
+double gemm_flops_per_sm_us(const calibrate::HardwareProfile& p) {
+  return p.gpu.bf16_TFLOPS.value * 1e6 / p.gpu.sms.value *
+         p.compute.classes[static_cast<int>(traces::ComputeClass::kGemm)].flops_efficiency.value;
+}
+
+TEST(ComputeModel, WavesFollowBlocksOverSmsTimesOccupancy) {
+  // mu = 132 blocks, TB = 1 on 132 SMs: one wave; each SM does one block of F/132 FLOPs, so the
+  // wave takes (F/132) / rate; no bytes, so no memory part.
+  const ComputeModel m(h100());
+  traces::ComputeShape s{132e9, 132, 1, traces::ComputeClass::kGemm};
+  const double wave = (132e9 / 132) / gemm_flops_per_sm_us(h100());
+  const KernelEstimate full = m.estimate(s, 0, 132, m.hbm_GBps());
+  EXPECT_EQ(full.waves, 1);
+  EXPECT_NEAR(full.time_us, h100().compute.launch_us.value + wave, 1e-9);
+  // One SM fewer: 131 blocks, then 1: two waves of one block per SM each (Lagom eq. 5).
+  const KernelEstimate less = m.estimate(s, 0, 131, m.hbm_GBps());
+  EXPECT_EQ(less.waves, 2);
+  EXPECT_NEAR(less.time_us, h100().compute.launch_us.value + 2 * wave, 1e-9);
+  // TB = 2 on 66 SMs: 132 blocks still fit in one wave of 2 blocks per SM (twice the work per SM).
+  traces::ComputeShape two = s;
+  two.blocks_per_sm = 2;
+  const KernelEstimate packed = m.estimate(two, 0, 66, m.hbm_GBps());
+  EXPECT_EQ(packed.waves, 1);
+  EXPECT_NEAR(packed.time_us, h100().compute.launch_us.value + 2 * wave, 1e-9);
+}
+
+TEST(ComputeModel, MemoryBoundKernelsFollowBandwidth) {
+  // An elementwise kernel moving 1 GB with few FLOPs: memory time = bytes / (B * eff), compute
+  // tiny; f = max + overlap_loss * min, one wave (no block count).
+  const calibrate::HardwareProfile& p = h100();
+  const ComputeModel m(p);
+  const auto cls = traces::ComputeClass::kElementwise;
+  traces::ComputeShape s{1e6, 0, 0, cls};
+  const double eff = p.compute.classes[static_cast<int>(cls)].hbm_efficiency.value;
+  const double mem = 1e9 / (p.gpu.hbm_GBps.value * 1e3 * eff);
+  const KernelEstimate e = m.alone(s, 1e9);
+  EXPECT_NEAR(e.memory_us, mem, 1e-6);
+  EXPECT_NEAR(e.time_us,
+              p.compute.launch_us.value + mem + p.compute.overlap_loss.value * e.compute_us, 1e-6);
+  // Half the bandwidth: the memory part doubles.
+  EXPECT_NEAR(m.estimate(s, 1e9, m.sms(), m.hbm_GBps() / 2).memory_us, 2 * mem, 1e-6);
+}
+
+// One rank with a GEMM filling exactly one wave on stream "compute", and an all-reduce on stream
+// "comm" whose peer (rank 1) arrives only after the GEMM is done: the collective waits for the
+// GEMM's whole life, holding its channels' SMs.
+traces::Workload gemm_beside_waiting_collective(int nchannels) {
+  return test::workload(
+      R"([{"rank": 0, "streams": [
+            {"stream": "compute", "ops": [{"id": "gemm", "kind": "compute", "flops": 132e9,
+                                           "blocks": 132, "blocks_per_sm": 1, "class": "gemm"}]},
+            {"stream": "comm", "ops": [{"id": "ar0", "kind": "allreduce", "group": "g",
+               "bytes": 1048576, "config": {"algo": "Ring", "proto": "Simple", "nchannels": )" +
+          std::to_string(nchannels) + R"(}}]}]},
+          {"rank": 1, "streams": [{"stream": "s", "ops": [
+            {"id": "late", "kind": "compute", "duration_us": 100000},
+            {"id": "ar1", "kind": "allreduce", "group": "g", "bytes": 1048576,
+             "config": {"algo": "Ring", "proto": "Simple", "nchannels": )" +
+          std::to_string(nchannels) + R"(}}]}]}])",
+      R"({"g": [0, 1]})");
+}
+
+TEST(Contention, AHeldChannelCostsAFullWaveExtra) {
+  // Alone the GEMM is one wave: launch + w. With 1 channel held it has 131 SMs and runs 2
+  // waves: launch + 2w (the issue's invariant: exactly one extra wave). The waiting collective
+  // draws no bandwidth and nothing else runs, so only the SMs matter.
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  const traces::Workload w = gemm_beside_waiting_collective(1);
+  const ModelCost cost(cluster, h100(), w);
+  ResourceContention contention(cost);
+  auto s = test::simulate(w, SimOptions{&cost, &contention});
+  const double wave = (132e9 / 132) / gemm_flops_per_sm_us(h100());
+  const double launch = h100().compute.launch_us.value;
+  const traces::OpId gemm = s.op("gemm");
+  EXPECT_NEAR(s.r.ops[gemm].alone.us(), launch + wave, 1e-3);
+  EXPECT_NEAR((s.r.ops[gemm].end - s.r.ops[gemm].start).us(), launch + 2 * wave, 2e-3);
+}
+
+TEST(Contention, MoreChannelsNeverSpeedAKernelUp) {
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  double prev = 0;
+  for (int nc : {1, 2, 4, 8, 16, 32, 64}) {
+    const traces::Workload w = gemm_beside_waiting_collective(nc);
+    const ModelCost cost(cluster, h100(), w);
+    ResourceContention contention(cost);
+    auto s = test::simulate(w, SimOptions{&cost, &contention});
+    const traces::OpId gemm = s.op("gemm");
+    const double t = (s.r.ops[gemm].end - s.r.ops[gemm].start).us();
+    // 132 blocks on 132 - nc SMs: ceil(132 / (132 - nc)) waves.
+    const int waves = static_cast<int>(std::ceil(132.0 / (132 - nc)));
+    const double wave = (132e9 / 132) / gemm_flops_per_sm_us(h100());
+    EXPECT_NEAR(t, h100().compute.launch_us.value + waves * wave, 2e-3) << nc;
+    EXPECT_GE(t, prev) << nc;
+    prev = t;
+  }
+}
+
+TEST(Contention, WithoutOverlapEveryOpTakesItsTimeAlone) {
+  // Compute, then communication, then compute, all on one stream per rank: nothing overlaps, so
+  // contention changes nothing.
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  const traces::Workload w = test::workload(
+      R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+            {"id": "a", "kind": "compute", "flops": 1e12, "bytes": 1e9, "class": "gemm"},
+            {"id": "r0", "kind": "allreduce", "group": "g", "bytes": 67108864},
+            {"id": "b", "kind": "compute", "bytes": 4e9, "class": "elementwise"}]}]},
+          {"rank": 1, "streams": [{"stream": "s", "ops": [
+            {"id": "c", "kind": "compute", "flops": 1e12, "bytes": 1e9, "class": "gemm"},
+            {"id": "r1", "kind": "allreduce", "group": "g", "bytes": 67108864}]}]}])",
+      R"({"g": [0, 1]})");
+  const ModelCost cost(cluster, h100(), w);
+  ResourceContention contention(cost);
+  auto s = test::simulate(w, SimOptions{&cost, &contention});
+  for (const traces::OpTimes& t : s.r.ops) {
+    EXPECT_EQ(t.end - t.start, t.alone);
+  }
+}
+
+TEST(Contention, SlowdownIsNeverBelowOneAndBothSidesSlow) {
+  // A GEMM and a memory-bound kernel on two streams beside an all-reduce on a third: every op's
+  // running time is at least its time alone, and the GEMM slows (it lost SMs while the
+  // collective ran).
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  std::string ranks = "[";
+  for (int r = 0; r < 8; ++r) {
+    ranks += fmt::format(
+        R"({}{{"rank": {}, "streams": [
+          {{"stream": "gemm", "ops": [{{"id": "g{}", "kind": "compute", "flops": 4e12, "bytes": 4e8,
+            "blocks": 2048, "blocks_per_sm": 1, "class": "gemm"}}]}},
+          {{"stream": "mem", "ops": [{{"id": "m{}", "kind": "compute", "flops": 1e9, "bytes": 8e9,
+            "blocks": 100000, "class": "elementwise"}}]}},
+          {{"stream": "comm", "ops": [{{"id": "ar{}", "kind": "allreduce", "group": "all",
+            "bytes": 1073741824, "config": {{"algo": "Ring", "nchannels": 32}}}}]}}]}})",
+        r ? "," : "", r, r, r, r);
+  }
+  ranks += "]";
+  const traces::Workload w = test::workload(ranks, R"({"all": [0,1,2,3,4,5,6,7]})");
+  const ModelCost cost(cluster, h100(), w);
+  ResourceContention contention(cost);
+  auto s = test::simulate(w, SimOptions{&cost, &contention});
+  for (traces::OpId op = 0; op < s.w.op_count(); ++op) {
+    const traces::OpTimes& t = s.r.ops[op];
+    EXPECT_GE((t.end - t.start).count_ns(), t.alone.count_ns()) << s.w.name(op);
+  }
+  const traces::OpTimes& g0 = s.r.ops[s.op("g0")];
+  EXPECT_GT((g0.end - g0.start).us(), 1.05 * g0.alone.us());
+}
+
+TEST(Contention, LargerChunksPolluteL2AndSlowKernels) {
+  // Same channels, chunk 16 KiB vs 2 MiB: 4 * 32 * 2 MiB fills the 50 MiB L2 of an H100, 4 * 32 *
+  // 16 KiB does not, so the kernel's HBM traffic (and its memory part) grows with the chunk.
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  auto kernel_time = [&](int chunk) {
+    const traces::Workload w = test::workload(
+        R"([{"rank": 0, "streams": [
+              {"stream": "k", "ops": [{"id": "k", "kind": "compute", "flops": 1e10,
+                                       "bytes": 2e10, "class": "elementwise"}]},
+              {"stream": "c", "ops": [{"id": "a0", "kind": "allgather", "group": "g",
+                 "bytes": 17179869184, "config": {"algo": "Ring", "proto": "Simple",
+                 "nchannels": 32, "chunk_bytes": )" +
+            std::to_string(chunk) + R"(}}]}]},
+            {"rank": 1, "streams": [{"stream": "c", "ops": [{"id": "a1", "kind": "allgather",
+               "group": "g", "bytes": 17179869184, "config": {"algo": "Ring", "proto": "Simple",
+               "nchannels": 32, "chunk_bytes": )" +
+            std::to_string(chunk) + R"(}}]}]}])",
+        R"({"g": [0, 1]})");
+    const ModelCost cost(cluster, h100(), w);
+    ResourceContention contention(cost);
+    auto s = test::simulate(w, SimOptions{&cost, &contention});
+    const traces::OpTimes& t = s.r.ops[s.op("k")];
+    return (t.end - t.start).us();
+  };
+  EXPECT_GT(kernel_time(2 << 20), kernel_time(16 << 10));
+}
+
+}  // namespace
+}  // namespace lagom::sim
