@@ -21,10 +21,28 @@ bool reduces(traces::OpKind k) {
 
 ResourceContention::ResourceContention(const ModelCost& models) : models_(models) {}
 
+std::size_t ResourceContention::CommKeyHash::operator()(const CommKey& k) const {
+  std::size_t h = std::hash<std::int64_t>()(k.bytes);
+  h = h * 31 + std::hash<std::int32_t>()(k.group);
+  h = h * 31 + std::hash<std::int32_t>()(k.peer);
+  h = h * 31 + static_cast<std::size_t>(k.kind);
+  return h * 31 + std::hash<const void*>()(k.pin);
+}
+
 const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::Workload& w,
                                                                   traces::OpId op) {
-  auto it = comm_.find(op);
-  if (it != comm_.end()) {
+  if (auto it = by_op_.find(op); it != by_op_.end()) {
+    return *it->second;
+  }
+  // Send/recv without a group are keyed by their two ranks.
+  const bool pair = w.group(op) == traces::kNoGroup;
+  const std::int32_t a = static_cast<std::int32_t>(w.rank_of(op));
+  const CommKey key{w.group(op),
+                    pair ? std::min(a, w.peer(op)) * 65536 + std::max(a, w.peer(op)) : w.peer(op),
+                    w.kind(op) == traces::OpKind::kRecv ? traces::OpKind::kSend : w.kind(op),
+                    w.bytes(op), w.pinned_config(op)};
+  if (auto it = comm_.find(key); it != comm_.end()) {
+    by_op_.emplace(op, &it->second);
     return it->second;
   }
   const CommConfig cfg = models_.config_for(w, op);
@@ -52,7 +70,9 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::
     c.link_class = 1;
     c.link_GBps = e.bottleneck_GBps / std::max(1, models_.cluster().gpus_per_node());
   }
-  return comm_.emplace(op, c).first->second;
+  const CommInfo* stored = &comm_.emplace(key, c).first->second;
+  by_op_.emplace(op, stored);
+  return *stored;
 }
 
 int ResourceContention::held_sms(const traces::Workload& w, traces::OpId op) {
@@ -100,11 +120,12 @@ void ResourceContention::speed_factors(const traces::Workload& w, traces::Rank,
     }
     const traces::OpId op = active[i].op;
     const traces::OpKind k = w.kind(op);
-    const double alone_us = std::max(1e-3, models_.alone_us(w, op));
-    if (k == traces::OpKind::kCompute) {
-      demand_[i] = static_cast<double>(w.bytes(op)) / (alone_us * 1e3);
-    } else if (k == traces::OpKind::kMemcpy) {
-      demand_[i] = 2.0 * static_cast<double>(w.bytes(op)) / (alone_us * 1e3);
+    if (k == traces::OpKind::kCompute || k == traces::OpKind::kMemcpy) {
+      const double bytes =
+          static_cast<double>(w.bytes(op)) * (k == traces::OpKind::kMemcpy ? 2 : 1);
+      if (bytes > 0) {
+        demand_[i] = bytes / (std::max(1e-3, models_.alone_us(w, op)) * 1e3);
+      }
     } else {
       demand_[i] = comm_info(w, op).hbm_GBps;
     }

@@ -58,8 +58,22 @@ class ResourceContention final : public ContentionModel {
   };
   const CommInfo& comm_info(const traces::Workload& w, traces::OpId op);
 
+  // Ops of the same communicator, kind, size and pinned config behave alike: one entry each.
+  struct CommKey {
+    traces::GroupId group;
+    std::int32_t peer;
+    traces::OpKind kind;
+    std::int64_t bytes;
+    const traces::PinnedConfig* pin;
+    bool operator==(const CommKey&) const = default;
+  };
+  struct CommKeyHash {
+    std::size_t operator()(const CommKey& k) const;
+  };
+
   const ModelCost& models_;
-  std::unordered_map<traces::OpId, CommInfo> comm_;
+  std::unordered_map<traces::OpId, const CommInfo*> by_op_;
+  std::unordered_map<CommKey, CommInfo, CommKeyHash> comm_;
   std::vector<double> demand_;
 };
 
