@@ -43,6 +43,8 @@ int simulate_command(const std::vector<std::string>& args) {
       "list-workloads", "list the built-in workloads and exit")(
       "json", "print a JSON report on stdout instead of the summary")(
       "no-op-times", "with --json: leave out the per-op \"ops\" array")(
+      "no-contention",
+      "with --cluster: overlapping ops run as if alone (no SM, HBM or link sharing)")(
       "trace", po::value(&trace_path),
       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
   add_hardware_options(desc, hw);
