@@ -14,6 +14,9 @@
 namespace lagom::cli {
 namespace {
 
+// Per-rank tables and overlap group lists are printed for up to this many ranks.
+constexpr traces::Rank kMaxRanksListed = 16;
+
 double us(Time t) {
   return t.us();
 }
@@ -24,6 +27,54 @@ std::string pct(Time part, Time whole) {
   }
   return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part.count_ns()) /
                                     static_cast<double>(whole.count_ns()));
+}
+
+// Only when some compute and communication ran together; the totals are sums over groups.
+void print_overlap(std::ostream& out, const sim::OverlapStats& o) {
+  if (o.groups.empty()) {
+    return;
+  }
+  fmt::print(out,
+             "overlap      {} group{} (compute and communication running together on a rank)\n",
+             o.groups.size(), o.groups.size() == 1 ? "" : "s");
+  fmt::print(out, "             X (comm) {} us, Y (compute) {} us, Z (span) {} us\n",
+             format_us(o.comm.count_ns()), format_us(o.compute.count_ns()),
+             format_us(o.makespan.count_ns()));
+  fmt::print(
+      out,
+      "             compute slowdown mean {:.3f}x, max {:.3f}x; communication mean {:.3f}x\n\n",
+      o.compute_slowdown_mean, o.compute_slowdown_max, o.comm_slowdown_mean);
+}
+
+nlohmann::ordered_json overlap_json(const traces::Workload& w, const sim::OverlapStats& o) {
+  nlohmann::ordered_json j;
+  j["groups"] = o.groups.size();
+  j["X_us"] = us(o.comm);
+  j["Y_us"] = us(o.compute);
+  j["Z_us"] = us(o.makespan);
+  j["compute_slowdown_mean"] = o.compute_slowdown_mean;
+  j["compute_slowdown_max"] = o.compute_slowdown_max;
+  j["comm_slowdown_mean"] = o.comm_slowdown_mean;
+  if (w.rank_count() > kMaxRanksListed) {
+    j["group_list_omitted"] = true;
+    return j;
+  }
+  auto& list = j["group_list"] = nlohmann::ordered_json::array();
+  for (const sim::OverlapGroup& g : o.groups) {
+    nlohmann::ordered_json gj;
+    gj["rank"] = g.rank;
+    gj["start_us"] = us(g.start);
+    gj["end_us"] = us(g.end);
+    gj["X_us"] = us(g.comm);
+    gj["Y_us"] = us(g.compute);
+    gj["Z_us"] = us(g.makespan());
+    auto& ops = gj["ops"] = nlohmann::ordered_json::array();
+    for (traces::OpId op : o.ops_of(g)) {
+      ops.push_back(w.name(op));
+    }
+    list.push_back(std::move(gj));
+  }
+  return j;
 }
 
 }  // namespace
@@ -51,8 +102,8 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
   fmt::print(out, "step time    {} us\n", format_us(r.step_time.count_ns()));
   fmt::print(out, "events       {}\n", r.events);
   fmt::print(out, "fingerprint  {}\n\n", hex64(r.fingerprint));
+  print_overlap(out, s.overlap);
 
-  constexpr traces::Rank kMaxRanksListed = 16;
   if (w.rank_count() <= kMaxRanksListed) {
     fmt::print(out, "{:>4}  {:<16} {:>5} {:>14} {:>14} {:>7} {:>14}\n", "rank", "stream", "ops",
                "busy_us", "idle_us", "busy", "comm_wait_us");
@@ -113,6 +164,7 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
     }
     ranks.push_back(std::move(rj));
   }
+  j["overlap"] = overlap_json(w, s.overlap);
   if (include_ops) {
     auto& ops = j["ops"] = nlohmann::ordered_json::array();
     for (traces::OpId op = 0; op < w.op_count(); ++op) {
@@ -123,7 +175,9 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
                      {"launch_us", us(r.ops[op].launch)},
                      {"start_us", us(r.ops[op].start)},
                      {"end_us", us(r.ops[op].end)},
-                     {"standalone_us", us(r.ops[op].alone)}});
+                     {"standalone_us", us(r.ops[op].alone)},
+                     {"alone_us", us(r.ops[op].alone)},
+                     {"slowdown", sim::slowdown(r.ops[op])}});
     }
   }
   return j;

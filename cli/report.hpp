@@ -26,8 +26,9 @@ nlohmann::ordered_json context_json(const RunContext& ctx);
 void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,
                    const sim::SimResult& r, const sim::StepStats& s, const RunContext& ctx);
 
-// {"context", "step_time_us", "events", "fingerprint", "workload", "ranks", "ops"}; "ops" is
-// left out when include_ops is false (it is one entry per op).
+// {"context", "step_time_us", "events", "fingerprint", "workload", "ranks", "overlap", "ops"};
+// "ops" is left out when include_ops is false (it is one entry per op), and the overlap group
+// list when the workload has more than 16 ranks (docs/formats/workload.md, "Reports").
 nlohmann::ordered_json json_report(const traces::Workload& w, const traces::ExecutionGraph& g,
                                    const sim::SimResult& r, const sim::StepStats& s,
                                    const RunContext& ctx, bool include_ops);

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/units.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -104,7 +105,13 @@ int simulate_command(const std::vector<std::string>& args) {
     if (!out) {
       throw Error(fmt::format("cannot write trace file '{}'", trace_path));
     }
-    traces::write_chrome_trace(w, result.ops, out);
+    traces::ChromeTraceOptions trace_options;
+    trace_options.extra_args = [&result](traces::OpId op) {
+      const traces::OpTimes& t = result.ops[op];
+      return fmt::format(R"("alone_us": {}, "slowdown": {})", format_us(t.alone.count_ns()),
+                         sim::slowdown(t));
+    };
+    traces::write_chrome_trace(w, result.ops, out, trace_options);
     out.close();
     if (!out) {
       throw Error(fmt::format("error while writing trace file '{}'", trace_path));
