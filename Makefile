@@ -5,7 +5,8 @@
 # Debian 12 packages the build needs (see README "Dependencies").
 APT_PACKAGES := cmake ninja-build g++ git make \
   libboost-graph-dev libboost-program-options-dev libeigen3-dev libfmt-dev \
-  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  libprotobuf-dev protobuf-compiler zlib1g-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAGOM := build/bin/lagom

@@ -17,5 +17,6 @@ int comm_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
 int overlap_command(const std::vector<std::string>& args);
 int cluster_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);
 
 }  // namespace lagom::cli

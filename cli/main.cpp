@@ -21,7 +21,7 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"simulate", "replay a training step (workload JSON) and report step time and busy/idle",
+    {"simulate", "replay a training step (workload JSON or Chakra ET); report step time, busy/idle",
      lagom::cli::simulate_command},
     {"comm", "time one collective over a range of sizes on a cluster (nccl-tests in silico)",
      lagom::cli::comm_command},
@@ -31,6 +31,8 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::overlap_command},
     {"cluster", "describe a cluster preset or file (fabric, NICs, communicator bottlenecks)",
      lagom::cli::cluster_command},
+    {"export", "write a workload out as Chakra ET (one file per rank) or workload JSON",
+     lagom::cli::export_command},
 };
 
 void print_help() {

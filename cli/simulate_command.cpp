@@ -26,28 +26,28 @@ namespace lagom::cli {
 namespace po = boost::program_options;
 
 int simulate_command(const std::vector<std::string>& args) {
-  std::string workload_spec;
+  WorkloadInput input;
   std::string trace_path;
   HardwareOptions hw;
   po::options_description desc(
-      "Usage: lagom simulate [--workload FILE|builtin:NAME] [--cluster PRESET [--nodes N]\n"
+      "Usage: lagom simulate [--workload FILE|builtin:NAME | --chakra PREFIX [--comm-groups F]]\n"
+      "                      [--cluster PRESET [--nodes N]\n"
       "                      [--profile FILE]] [--json] [--trace FILE]\n\n"
       "Replays one training step of a workload on the discrete-event engine and reports the step\n"
       "time, per-rank and per-stream busy/idle time and a fingerprint of the event stream.\n"
       "Ops take their duration_us; with --cluster, communication ops without one are timed by\n"
       "Lagom's collective model (their pinned 'config' or NCCL's own choice).\n"
-      "Without --workload it runs the built-in example " +
+      "Without --workload or --chakra it runs the built-in example " +
       std::string(kDefaultWorkload) + ".\n\nOptions");
-  desc.add_options()("help,h", "show this help")(
-      "workload,w", po::value(&workload_spec)->default_value(std::string(kDefaultWorkload)),
-      "workload JSON file (docs/formats/workload.md) or builtin:NAME")(
-      "list-workloads", "list the built-in workloads and exit")(
+  desc.add_options()("help,h", "show this help")("list-workloads",
+                                                 "list the built-in workloads and exit")(
       "json", "print a JSON report on stdout instead of the summary")(
       "no-op-times", "with --json: leave out the per-op \"ops\" array")(
       "no-contention",
       "with --cluster: overlapping ops run as if alone (no SM, HBM or link sharing)")(
       "trace", po::value(&trace_path),
       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
+  add_workload_input_options(desc, input);
   add_hardware_options(desc, hw);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -66,7 +66,7 @@ int simulate_command(const std::vector<std::string>& args) {
     throw po::error("--no-op-times only applies with --json");
   }
 
-  LoadedWorkload in = load_workload(workload_spec);
+  LoadedWorkload in = load_workload_input(input, vm);
   const traces::Workload& w = in.workload;
   const traces::ExecutionGraph graph = traces::analyze(w, in.source);
   if (hw.cluster.empty() && (hw.nodes != 0 || !hw.profile.empty())) {

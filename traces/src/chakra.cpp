@@ -1,0 +1,1184 @@
+// Chakra ET reader and writer: file discovery, gzip, message framing, attributes, node <-> op
+// mapping.
+#include "lagom/traces/chakra.hpp"
+
+#include <fmt/format.h>
+#include <google/protobuf/stubs/logging.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lagom/common/error.hpp"
+#include "lagom/common/hash.hpp"
+#include "lagom/traces/et_def.pb.h"
+#include "lagom/traces/workload_json.hpp"
+
+namespace lagom::traces {
+namespace {
+
+namespace pb = ChakraProtoMsg;
+namespace fs = std::filesystem;
+
+// Attribute names (ecosystem.md §B.1: what Chakra's feeder reads) and Lagom's own additions,
+// which other consumers ignore and which make an export lossless.
+constexpr std::string_view kNumOps = "num_ops";
+constexpr std::string_view kTensorSize = "tensor_size";
+constexpr std::string_view kIsCpuOp = "is_cpu_op";
+constexpr std::string_view kCommType = "comm_type";
+constexpr std::string_view kCommSize = "comm_size";
+constexpr std::string_view kCommSrc = "comm_src";
+constexpr std::string_view kCommDst = "comm_dst";
+constexpr std::string_view kCommTag = "comm_tag";
+constexpr std::string_view kPgName = "pg_name";
+constexpr std::string_view kRoot = "root";
+constexpr std::string_view kStream = "lagom_stream";
+constexpr std::string_view kStreams = "lagom_streams";  // GlobalMetadata: a rank's streams
+constexpr std::string_view kDurationNs = "lagom_duration_ns";
+constexpr std::string_view kBlocks = "lagom_blocks";
+constexpr std::string_view kBlocksPerSm = "lagom_blocks_per_sm";
+constexpr std::string_view kClass = "lagom_class";
+constexpr std::string_view kAlgo = "lagom_algo";
+constexpr std::string_view kProto = "lagom_proto";
+constexpr std::string_view kNchannels = "lagom_nchannels";
+constexpr std::string_view kNthreads = "lagom_nthreads";
+constexpr std::string_view kChunkBytes = "lagom_chunk_bytes";
+
+// Streams of a rank when the trace does not say (Chakra has no streams).
+constexpr std::string_view kComputeStream = "compute";
+constexpr std::string_view kCommStream = "comm";
+constexpr std::string_view kCpuStream = "cpu";
+// The communicator of collectives without a pg_name.
+constexpr std::string_view kWorldGroup = "world";
+
+// ---------------------------------------------------------------------------------------------
+// protobuf's log messages (e.g. "String field ... contains invalid UTF-8") belong in our error,
+// not on stderr: while this thread parses, they are collected; otherwise printed as protobuf does.
+
+thread_local std::string* tl_protobuf_log = nullptr;
+
+void protobuf_log_handler(google::protobuf::LogLevel level, const char* filename, int line,
+                          const std::string& message) {
+  if (tl_protobuf_log != nullptr) {
+    if (!tl_protobuf_log->empty()) {
+      *tl_protobuf_log += "; ";
+    }
+    *tl_protobuf_log += message;
+    return;
+  }
+  static constexpr const char* kLevel[] = {"INFO", "WARNING", "ERROR", "FATAL"};
+  fmt::print(stderr, "[libprotobuf {} {}:{}] {}\n",
+             kLevel[std::clamp(static_cast<int>(level), 0, 3)], filename, line, message);
+}
+
+// Parses `bytes` into `m`; on failure returns false and sets `why` to protobuf's own words, if any.
+template <typename Message>
+bool parse_message(Message& m, std::string_view bytes, std::string& why) {
+  static std::once_flag installed;
+  std::call_once(installed, [] { google::protobuf::SetLogHandler(&protobuf_log_handler); });
+  tl_protobuf_log = &why;
+  const bool ok = m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  tl_protobuf_log = nullptr;
+  return ok;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files, gzip, framing.
+
+std::string gunzip(const std::string& path, const std::string& in) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+    throw Error(fmt::format("{}: cannot start gzip decompression", path));
+  }
+  std::string out;
+  std::string chunk(std::size_t{1} << 18, '\0');
+  std::size_t consumed = 0;  // input bytes handed to zlib so far
+  int rc = Z_OK;
+  for (;;) {
+    if (zs.avail_in == 0 && consumed < in.size()) {
+      const std::size_t n = std::min<std::size_t>(in.size() - consumed, std::size_t{1} << 30);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + consumed));
+      zs.avail_in = static_cast<uInt>(n);
+      consumed += n;
+    }
+    zs.next_out = reinterpret_cast<Bytef*>(chunk.data());
+    zs.avail_out = static_cast<uInt>(chunk.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(chunk.data(), chunk.size() - zs.avail_out);
+    if (rc == Z_STREAM_END) {
+      const std::size_t left = zs.avail_in + (in.size() - consumed);
+      if (left == 0) {
+        break;
+      }
+      // Concatenated gzip members (as `cat a.gz b.gz` makes) are one stream.
+      const std::size_t at = in.size() - left;
+      if (left < 2 || static_cast<unsigned char>(in[at]) != 0x1f ||
+          static_cast<unsigned char>(in[at + 1]) != 0x8b) {
+        inflateEnd(&zs);
+        throw Error(fmt::format("{}: {} bytes of trailing data after the gzip stream", path, left));
+      }
+      inflateReset(&zs);
+      continue;
+    }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && consumed == in.size()) {
+      inflateEnd(&zs);
+      throw Error(fmt::format(
+          "{}: the gzip data ends early ({} bytes decompressed): is the file truncated?", path,
+          out.size()));
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      const std::string msg = zs.msg != nullptr ? zs.msg : fmt::format("zlib error {}", rc);
+      inflateEnd(&zs);
+      throw Error(fmt::format("{}: corrupt gzip data: {}", path, msg));
+    }
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// Walks a stream of varint32-length-prefixed messages.
+class MessageStream {
+ public:
+  MessageStream(std::string_view data, const std::string& file) : data_(data), file_(file) {}
+
+  // The next message, or false at a clean end of the data.
+  bool next(std::string_view& message) {
+    if (pos_ == data_.size()) {
+      return false;
+    }
+    start_ = pos_;
+    std::uint64_t len = 0;
+    for (int shift = 0;; shift += 7) {
+      if (pos_ == data_.size()) {
+        fail(
+            fmt::format("the length prefix is cut off by the end of the file after {} bytes "
+                        "(is the file truncated?)",
+                        pos_ - start_));
+      }
+      if (shift == 35) {
+        fail("malformed length prefix: more than 5 bytes (expected a varint32)");
+      }
+      const auto b = static_cast<unsigned char>(data_[pos_++]);
+      len |= std::uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80u) == 0) {
+        break;
+      }
+    }
+    if (len > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+      fail(fmt::format("malformed length prefix: {} bytes is more than a protobuf message may hold",
+                       len));
+    }
+    const std::size_t left = data_.size() - pos_;
+    if (len > left) {
+      fail(
+          fmt::format("the length prefix says {} bytes, but only {} remain in the file (is the "
+                      "file truncated?)",
+                      len, left));
+    }
+    message = data_.substr(pos_, len);
+    pos_ += len;
+    ++index_;
+    return true;
+  }
+
+  // "FILE: message 3 (byte 120)": where the last message returned by next() starts.
+  std::string where() const {
+    return fmt::format("{}: message {} (byte {})", file_, index_ == 0 ? 0 : index_ - 1, start_);
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(fmt::format("{}: message {} (byte {}): {}", file_, index_, start_, what));
+  }
+
+ private:
+  std::string_view data_;
+  const std::string& file_;
+  std::size_t pos_ = 0;
+  std::size_t start_ = 0;
+  std::size_t index_ = 0;  // messages returned so far
+};
+
+// ---------------------------------------------------------------------------------------------
+// Attributes: any integer width for integers, ints or bool for booleans, string or bytes for text.
+
+std::string_view value_name(const pb::AttributeProto& a) {
+  const auto* field = pb::AttributeProto::descriptor()->FindFieldByNumber(a.value_case());
+  return field != nullptr ? std::string_view(field->name()) : std::string_view("no value");
+}
+
+class NodeAttrs {
+ public:
+  NodeAttrs(const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs, std::string where)
+      : attrs_(attrs), where_(std::move(where)) {}
+
+  const pb::AttributeProto* find(std::string_view name) const {
+    for (const pb::AttributeProto& a : attrs_) {
+      if (a.name() == name) {
+        return &a;
+      }
+    }
+    return nullptr;
+  }
+
+  std::optional<std::int64_t> integer(std::string_view name) const {
+    const pb::AttributeProto* a = find(name);
+    if (a == nullptr) {
+      return std::nullopt;
+    }
+    using V = pb::AttributeProto;
+    switch (a->value_case()) {
+      case V::kInt32Val:
+        return a->int32_val();
+      case V::kInt64Val:
+        return a->int64_val();
+      case V::kSint32Val:
+        return a->sint32_val();
+      case V::kSint64Val:
+        return a->sint64_val();
+      case V::kSfixed32Val:
+        return a->sfixed32_val();
+      case V::kSfixed64Val:
+        return a->sfixed64_val();
+      case V::kUint32Val:
+        return a->uint32_val();
+      case V::kFixed32Val:
+        return a->fixed32_val();
+      case V::kUint64Val:
+      case V::kFixed64Val: {
+        const std::uint64_t v =
+            a->value_case() == V::kUint64Val ? a->uint64_val() : a->fixed64_val();
+        if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+          fail(name, fmt::format("{} is out of range (at most 2^63 - 1)", v));
+        }
+        return static_cast<std::int64_t>(v);
+      }
+      default:
+        fail(name, fmt::format("expected an integer (int32/int64/uint32/uint64/sint*/fixed*/"
+                               "sfixed* value), got {}",
+                               value_name(*a)));
+    }
+  }
+
+  // An integer that must lie in [lo, hi].
+  std::optional<std::int64_t> integer(std::string_view name, std::int64_t lo,
+                                      std::int64_t hi) const {
+    const std::optional<std::int64_t> v = integer(name);
+    if (v && (*v < lo || *v > hi)) {
+      fail(name, fmt::format("{} is out of range (expected {}..{})", *v, lo, hi));
+    }
+    return v;
+  }
+
+  std::optional<std::int64_t> required_integer(std::string_view name, std::string_view why,
+                                               std::int64_t lo, std::int64_t hi) const {
+    std::optional<std::int64_t> v = integer(name, lo, hi);
+    if (!v) {
+      throw Error(fmt::format("{}: missing attribute '{}' ({})", where_, name, why));
+    }
+    return v;
+  }
+
+  std::optional<double> number(std::string_view name) const {
+    const pb::AttributeProto* a = find(name);
+    if (a == nullptr) {
+      return std::nullopt;
+    }
+    if (a->value_case() == pb::AttributeProto::kDoubleVal) {
+      return a->double_val();
+    }
+    if (a->value_case() == pb::AttributeProto::kFloatVal) {
+      return a->float_val();
+    }
+    if (a->value_case() % 2 == 0 || a->value_case() >= pb::AttributeProto::kBoolVal) {
+      fail(name, fmt::format("expected a number, got {}", value_name(*a)));
+    }
+    return static_cast<double>(*integer(name));
+  }
+
+  bool boolean(std::string_view name) const {
+    const pb::AttributeProto* a = find(name);
+    if (a == nullptr) {
+      return false;
+    }
+    if (a->value_case() == pb::AttributeProto::kBoolVal) {
+      return a->bool_val();
+    }
+    const pb::AttributeProto::ValueCase c = a->value_case();
+    if (c == pb::AttributeProto::kDoubleVal || c == pb::AttributeProto::kFloatVal ||
+        c == pb::AttributeProto::kStringVal || c == pb::AttributeProto::kBytesVal || c % 2 == 0) {
+      fail(name, fmt::format("expected a bool or an integer, got {}", value_name(*a)));
+    }
+    return *integer(name) != 0;
+  }
+
+  std::optional<std::string> text(std::string_view name) const {
+    const pb::AttributeProto* a = find(name);
+    if (a == nullptr) {
+      return std::nullopt;
+    }
+    if (a->value_case() == pb::AttributeProto::kStringVal) {
+      return a->string_val();
+    }
+    if (a->value_case() == pb::AttributeProto::kBytesVal) {
+      return a->bytes_val();
+    }
+    fail(name, fmt::format("expected a string, got {}", value_name(*a)));
+  }
+
+  std::vector<std::string> text_list(std::string_view name) const {
+    const pb::AttributeProto* a = find(name);
+    if (a == nullptr) {
+      return {};
+    }
+    if (a->value_case() != pb::AttributeProto::kStringList) {
+      fail(name, fmt::format("expected a string_list, got {}", value_name(*a)));
+    }
+    return {a->string_list().values().begin(), a->string_list().values().end()};
+  }
+
+  [[noreturn]] void fail(std::string_view name, const std::string& what) const {
+    throw Error(fmt::format("{}: attribute '{}': {}", where_, name, what));
+  }
+
+  const std::string& where() const { return where_; }
+
+ private:
+  const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs_;
+  std::string where_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading.
+
+std::string_view node_type_name(int t) {
+  return pb::NodeType_IsValid(t) ? std::string_view(pb::NodeType_Name(static_cast<pb::NodeType>(t)))
+                                 : std::string_view("not a NodeType");
+}
+
+std::optional<OpKind> collective_kind(std::int64_t comm_type) {
+  switch (comm_type) {
+    case pb::ALL_REDUCE:
+      return OpKind::kAllReduce;
+    case pb::ALL_GATHER:
+      return OpKind::kAllGather;
+    case pb::REDUCE_SCATTER:
+      return OpKind::kReduceScatter;
+    case pb::BROADCAST:
+      return OpKind::kBroadcast;
+    case pb::REDUCE:
+      return OpKind::kReduce;
+    case pb::ALL_TO_ALL:
+      return OpKind::kAllToAll;
+    default:
+      return std::nullopt;
+  }
+}
+
+pb::CollectiveCommType comm_type_of(OpKind k) {
+  switch (k) {
+    case OpKind::kAllReduce:
+      return pb::ALL_REDUCE;
+    case OpKind::kAllGather:
+      return pb::ALL_GATHER;
+    case OpKind::kReduceScatter:
+      return pb::REDUCE_SCATTER;
+    case OpKind::kBroadcast:
+      return pb::BROADCAST;
+    case OpKind::kReduce:
+      return pb::REDUCE;
+    default:
+      return pb::ALL_TO_ALL;
+  }
+}
+
+// One node as read, before ops get their ids (which depend on every rank's names).
+struct ReadNode {
+  std::uint64_t id = 0;
+  std::string name;
+  bool metadata = false;  // METADATA_NODE: no op; its deps pass through to its dependents
+  StreamId stream = 0;
+  OpSpec spec;
+  std::optional<ComputeShape> shape;
+  std::optional<PinnedConfig> config;
+  std::vector<std::uint64_t> deps;  // ctrl_deps then data_deps, as node ids
+};
+
+struct ReadRank {
+  std::string file;
+  std::vector<ReadNode> nodes;
+};
+
+// Groups as the trace set defines them: from the comm-groups file, then created on demand.
+class GroupTable {
+ public:
+  GroupTable(WorkloadBuilder& b, std::uint32_t nranks, const std::optional<std::string>& file)
+      : b_(b), nranks_(nranks), file_(file) {
+    if (file) {
+      load(*file);
+    }
+  }
+
+  // The group of a collective or p2p op with pg_name `pg` (nullopt: none given).
+  GroupId resolve(const std::optional<std::string>& pg, const std::string& where) {
+    const std::string name = pg ? *pg : std::string(kWorldGroup);
+    if (auto it = ids_.find(name); it != ids_.end()) {
+      return it->second;
+    }
+    if (pg && file_) {
+      throw Error(fmt::format("{}: pg_name '{}' is not a group in the comm-groups file '{}'", where,
+                              name, *file_));
+    }
+    // Without a comm-groups file every communicator spans all ranks.
+    std::vector<Rank> all(nranks_);
+    for (Rank r = 0; r < nranks_; ++r) {
+      all[r] = r;
+    }
+    ranks_.push_back(all);
+    return ids_[name] = b_.add_group(name, std::move(all));
+  }
+
+  const std::vector<Rank>& ranks(GroupId g) const { return ranks_.at(static_cast<std::size_t>(g)); }
+
+ private:
+  void load(const std::string& path) {
+    const std::string text = read_text_file(path, "comm-groups file");
+    nlohmann::ordered_json doc;
+    try {
+      doc = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      std::string what = e.what();
+      if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
+        what = what.substr(tag_end + 2);
+      }
+      throw Error(fmt::format("{}: not valid JSON: {}", path, what));
+    }
+    if (!doc.is_object()) {
+      throw Error(
+          fmt::format("{}: expected a JSON object {{\"<pg name>\": [ranks...], ...}}, got {}", path,
+                      doc.type_name()));
+    }
+    for (const auto& [name, members] : doc.items()) {
+      if (!members.is_array()) {
+        throw Error(fmt::format("{}: group '{}': expected an array of ranks, got {}", path, name,
+                                members.type_name()));
+      }
+      std::vector<Rank> rs;
+      for (const auto& m : members) {
+        if (!m.is_number_integer() || m.get<std::int64_t>() < 0) {
+          throw Error(fmt::format("{}: group '{}': expected ranks (integers >= 0), got {}", path,
+                                  name, m.dump()));
+        }
+        if (m.get<std::int64_t>() >= nranks_) {
+          throw Error(
+              fmt::format("{}: group '{}': rank {} does not exist (the trace set has "
+                          "ranks 0..{})",
+                          path, name, m.get<std::int64_t>(), nranks_ - 1));
+        }
+        rs.push_back(static_cast<Rank>(m.get<std::int64_t>()));
+      }
+      try {
+        ids_[name] = b_.add_group(name, rs);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: {}", path, e.what()));
+      }
+      ranks_.push_back(std::move(rs));  // ranks_[g] for GroupId g: only this table adds groups
+    }
+  }
+
+  WorkloadBuilder& b_;
+  std::uint32_t nranks_;
+  std::optional<std::string> file_;
+  std::unordered_map<std::string, GroupId> ids_;
+  std::vector<std::vector<Rank>> ranks_;  // by GroupId
+};
+
+// Reads one rank's file into ReadNodes; groups and streams are created as they appear.
+class RankReader {
+ public:
+  RankReader(WorkloadBuilder& b, GroupTable& groups, Rank rank, std::string file)
+      : b_(b), groups_(groups), rank_(rank) {
+    out_.file = std::move(file);
+  }
+
+  ReadRank read(std::string_view bytes, std::string* version) {
+    const std::string& file = out_.file;
+    if (bytes.empty()) {
+      throw Error(
+          fmt::format("{}: the file is empty; expected a Chakra ET stream (a "
+                      "GlobalMetadata message, then nodes)",
+                      file));
+    }
+    if (bytes.front() == '{' || bytes.front() == '[') {
+      throw Error(
+          fmt::format("{}: not a Chakra ET file: it looks like JSON (expected a stream of "
+                      "length-prefixed protobuf messages)",
+                      file));
+    }
+    MessageStream stream(bytes, file);
+    std::string_view msg;
+    try {
+      stream.next(msg);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{} (not a Chakra ET file?)", e.what()));
+    }
+    {
+      pb::GlobalMetadata meta;
+      std::string why;
+      if (!parse_message(meta, msg, why)) {
+        throw Error(
+            fmt::format("{}: not a Chakra ET file: the first message is not a valid "
+                        "GlobalMetadata{}",
+                        stream.where(), why.empty() ? "" : ": " + why));
+      }
+      if (meta.version().empty() && !meta.GetReflection()->GetUnknownFields(meta).empty()) {
+        throw Error(
+            fmt::format("{}: not a Chakra ET file: the first message has fields a "
+                        "GlobalMetadata does not (a Node? every file starts with a "
+                        "GlobalMetadata)",
+                        stream.where()));
+      }
+      if (version != nullptr) {
+        *version = meta.version();
+      }
+      const NodeAttrs attrs(meta.attr(), stream.where() + " (GlobalMetadata)");
+      for (const std::string& s : attrs.text_list(kStreams)) {
+        stream_id(s);
+      }
+    }
+    pb::Node node;
+    std::unordered_set<std::uint64_t> seen;
+    while (stream.next(msg)) {
+      node.Clear();
+      std::string why;
+      if (!parse_message(node, msg, why)) {
+        throw Error(fmt::format("{}: malformed protobuf: not a valid Node{}", stream.where(),
+                                why.empty() ? "" : ": " + why));
+      }
+      const std::string where =
+          fmt::format("{}: node {}{}", stream.where(), node.id(),
+                      node.name().empty() ? "" : fmt::format(" ('{}')", node.name()));
+      if (!seen.insert(node.id()).second) {
+        throw Error(fmt::format("{}: node id {} appears twice in the file", where, node.id()));
+      }
+      out_.nodes.push_back(convert(node, where));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  StreamId stream_id(const std::string& name) {
+    if (auto it = streams_.find(name); it != streams_.end()) {
+      return it->second;
+    }
+    return streams_[name] = b_.add_stream(rank_, name);
+  }
+
+  GroupId group(const NodeAttrs& a) { return groups_.resolve(a.text(kPgName), a.where()); }
+
+  ReadNode convert(const pb::Node& node, const std::string& where) {
+    ReadNode n;
+    n.id = node.id();
+    n.name = node.name();
+    n.deps.reserve(static_cast<std::size_t>(node.ctrl_deps_size() + node.data_deps_size()));
+    n.deps.insert(n.deps.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
+    n.deps.insert(n.deps.end(), node.data_deps().begin(), node.data_deps().end());
+    const NodeAttrs a(node.attr(), where);
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    constexpr std::int64_t kMaxRank = std::numeric_limits<std::int32_t>::max();
+    std::string_view default_stream = kComputeStream;
+    OpSpec& s = n.spec;
+    switch (node.type()) {
+      case pb::METADATA_NODE:
+        n.metadata = true;
+        return n;
+      case pb::COMP_NODE: {
+        s.kind = OpKind::kCompute;
+        s.bytes = a.integer(kTensorSize, 0, kMax).value_or(0);
+        if (a.boolean(kIsCpuOp)) {
+          default_stream = kCpuStream;
+        }
+        ComputeShape shape;
+        bool any = false;
+        if (const std::optional<double> f = a.number(kNumOps)) {
+          if (!(*f >= 0) || *f > 1e30) {
+            a.fail(kNumOps, fmt::format("{} is out of range (expected 0..1e30)", *f));
+          }
+          shape.flops = *f;
+          any = true;
+        }
+        if (auto v = a.integer(kBlocks, 1, std::int64_t{1} << 30)) {
+          shape.blocks = static_cast<std::int32_t>(*v);
+          any = true;
+        }
+        if (auto v = a.integer(kBlocksPerSm, 1, 64)) {
+          shape.blocks_per_sm = static_cast<std::int32_t>(*v);
+          any = true;
+        }
+        if (auto c = a.text(kClass)) {
+          const std::optional<ComputeClass> cls = parse_compute_class(*c);
+          if (!cls) {
+            a.fail(kClass, fmt::format("unknown compute class '{}'", *c));
+          }
+          shape.cls = *cls;
+          any = true;
+        }
+        if (any) {
+          n.shape = shape;
+        }
+        break;
+      }
+      case pb::MEM_LOAD_NODE:
+      case pb::MEM_STORE_NODE:
+        s.kind = OpKind::kMemcpy;
+        s.bytes = a.integer(kTensorSize, 0, kMax).value_or(0);
+        break;
+      case pb::COMM_COLL_NODE: {
+        const std::int64_t type = *a.required_integer(
+            kCommType, "the CollectiveCommType of a COMM_COLL_NODE",
+            std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+        const std::optional<OpKind> kind = collective_kind(type);
+        if (!kind) {
+          const bool known = pb::CollectiveCommType_IsValid(static_cast<int>(type));
+          throw Error(fmt::format(
+              "{}: comm_type {}{} is not supported (Lagom simulates ALL_REDUCE, ALL_GATHER, "
+              "REDUCE_SCATTER, BROADCAST, REDUCE and ALL_TO_ALL)",
+              where, type,
+              known ? fmt::format(" ({})", pb::CollectiveCommType_Name(
+                                               static_cast<pb::CollectiveCommType>(type)))
+                    : std::string(" (not a CollectiveCommType)")));
+        }
+        s.kind = *kind;
+        s.bytes = *a.required_integer(kCommSize, "the collective's size in bytes", 0, kMax);
+        s.group = group(a);
+        if (has_root(s.kind)) {
+          s.peer = static_cast<std::int32_t>(
+              a.integer(kRoot, 0, kMaxRank).value_or(groups_.ranks(s.group).front()));
+        }
+        default_stream = kCommStream;
+        break;
+      }
+      case pb::COMM_SEND_NODE:
+      case pb::COMM_RECV_NODE: {
+        const bool send = node.type() == pb::COMM_SEND_NODE;
+        s.kind = send ? OpKind::kSend : OpKind::kRecv;
+        s.bytes = *a.required_integer(kCommSize, "the message size in bytes", 0, kMax);
+        s.peer = static_cast<std::int32_t>(
+            *a.required_integer(send ? kCommDst : kCommSrc,
+                                send ? "the receiving rank" : "the sending rank", 0, kMaxRank));
+        if (a.find(kPgName) != nullptr) {
+          s.group = group(a);
+        }
+        default_stream = kCommStream;
+        break;
+      }
+      default:
+        throw Error(fmt::format(
+            "{}: unknown node type {} ({}); expected METADATA_NODE, "
+            "MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, "
+            "COMM_RECV_NODE or COMM_COLL_NODE",
+            where, static_cast<int>(node.type()), node_type_name(static_cast<int>(node.type()))));
+    }
+    if (const std::optional<std::int64_t> ns = a.integer(kDurationNs, 0, kMax)) {
+      s.duration_ns = *ns;
+    } else if (node.duration_micros() > 0) {
+      if (node.duration_micros() > static_cast<std::uint64_t>(kMax / 1000)) {
+        throw Error(
+            fmt::format("{}: duration_micros {} is out of range", where, node.duration_micros()));
+      }
+      s.duration_ns = static_cast<std::int64_t>(node.duration_micros()) * 1000;
+    }
+    if (is_comm(s.kind)) {
+      PinnedConfig c;
+      bool any = false;
+      if (auto v = a.text(kAlgo)) {
+        c.algo = *v;
+        any = true;
+      }
+      if (auto v = a.text(kProto)) {
+        c.proto = *v;
+        any = true;
+      }
+      if (auto v = a.integer(kNchannels, 1, 1024)) {
+        c.nchannels = static_cast<int>(*v);
+        any = true;
+      }
+      if (auto v = a.integer(kNthreads, 1, 1 << 20)) {
+        c.nthreads = static_cast<int>(*v);
+        any = true;
+      }
+      if (auto v = a.integer(kChunkBytes, 1, kMax)) {
+        c.chunk_bytes = *v;
+        any = true;
+      }
+      if (any) {
+        n.config = std::move(c);
+      }
+    }
+    const std::optional<std::string> stream = a.text(kStream);
+    n.stream = stream_id(stream ? *stream : std::string(default_stream));
+    return n;
+  }
+
+  WorkloadBuilder& b_;
+  GroupTable& groups_;
+  Rank rank_;
+  ReadRank out_;
+  std::map<std::string, StreamId> streams_;
+};
+
+// Adds a rank's ops and dependencies to the builder.
+void add_rank(WorkloadBuilder& b, Rank rank, const ReadRank& rr, bool use_names) {
+  const std::size_t n = rr.nodes.size();
+  std::unordered_map<std::uint64_t, std::size_t> index;  // node id -> position in rr.nodes
+  index.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    index.emplace(rr.nodes[i].id, i);
+  }
+  constexpr OpId kNone = std::numeric_limits<OpId>::max();
+  std::vector<OpId> op_of(n, kNone);
+  std::vector<OpId> prev_in_stream(n, kNone);
+  std::unordered_map<StreamId, OpId> last;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ReadNode& node = rr.nodes[i];
+    if (node.metadata) {
+      continue;
+    }
+    const std::string id = use_names ? node.name : fmt::format("r{}.n{}", rank, node.id);
+    op_of[i] = b.add_op(node.stream, node.spec, id);
+    if (auto it = last.find(node.stream); it != last.end()) {
+      prev_in_stream[i] = it->second;
+    }
+    last[node.stream] = op_of[i];
+    if (node.shape) {
+      b.set_compute_shape(op_of[i], *node.shape);
+    }
+    if (node.config) {
+      b.pin_config(op_of[i], *node.config);
+    }
+  }
+  // Dependencies, through metadata nodes to what they depend on.
+  std::vector<std::uint8_t> on_path(n, 0);
+  std::vector<OpId> found;
+  auto missing = [&](std::size_t i, std::uint64_t d) {
+    const ReadNode& node = rr.nodes[i];
+    return Error(fmt::format("{}: node {}{} depends on node {}, which is not in the file", rr.file,
+                             node.id, node.name.empty() ? "" : fmt::format(" ('{}')", node.name),
+                             d));
+  };
+  std::function<void(std::size_t)> collect = [&](std::size_t i) {
+    for (const std::uint64_t d : rr.nodes[i].deps) {
+      auto it = index.find(d);
+      if (it == index.end()) {
+        throw missing(i, d);
+      }
+      const std::size_t j = it->second;
+      if (!rr.nodes[j].metadata) {
+        found.push_back(op_of[j]);
+        continue;
+      }
+      if (on_path[j] != 0) {
+        throw Error(
+            fmt::format("{}: dependency cycle through metadata node {}", rr.file, rr.nodes[j].id));
+      }
+      on_path[j] = 1;
+      collect(j);
+      on_path[j] = 0;
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (rr.nodes[i].metadata) {
+      // A dangling dependency of a metadata node is still an error.
+      for (const std::uint64_t d : rr.nodes[i].deps) {
+        if (!index.contains(d)) {
+          throw missing(i, d);
+        }
+      }
+      continue;
+    }
+    found.clear();
+    collect(i);
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    for (const OpId d : found) {
+      // The previous op of the stream is waited for anyway (stream order).
+      if (d != prev_in_stream[i]) {
+        b.add_dep(op_of[i], d);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+void append_message(std::string& out, const google::protobuf::MessageLite& m) {
+  const std::string bytes = m.SerializeAsString();
+  put_varint(out, bytes.size());
+  out += bytes;
+}
+
+pb::AttributeProto& add_attr(google::protobuf::RepeatedPtrField<pb::AttributeProto>* attrs,
+                             std::string_view name) {
+  pb::AttributeProto* a = attrs->Add();
+  a->set_name(std::string(name));
+  return *a;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  }
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) {
+    throw Error(fmt::format("error while writing '{}'", path));
+  }
+}
+
+pb::Node make_node(const Workload& w, OpId op, std::int32_t tag) {
+  pb::Node node;
+  const OpKind k = w.kind(op);
+  const Rank r = w.rank_of(op);
+  node.set_id(op);
+  node.set_name(w.name(op));
+  auto* attrs = node.mutable_attr();
+  const StreamId s = w.stream_of(op);
+  if (w.position(op) > 0) {
+    node.add_ctrl_deps(op - 1);
+  }
+  for (const OpId d : w.deps(op)) {
+    node.add_data_deps(d);
+  }
+  const std::int64_t ns = w.duration_ns(op);
+  if (ns != kNoDuration) {
+    // Chakra's durations are whole microseconds; the exact value rides along for Lagom.
+    node.set_duration_micros(static_cast<std::uint64_t>((ns + 500) / 1000));
+    if (ns % 1000 != 0 || ns == 0) {
+      add_attr(attrs, kDurationNs).set_int64_val(ns);
+    }
+  }
+  add_attr(attrs, kStream).set_string_val(w.stream(s).name);
+  switch (k) {
+    case OpKind::kCompute: {
+      node.set_type(pb::COMP_NODE);
+      add_attr(attrs, kIsCpuOp).set_bool_val(false);
+      if (w.bytes(op) > 0) {
+        add_attr(attrs, kTensorSize).set_uint64_val(static_cast<std::uint64_t>(w.bytes(op)));
+      }
+      if (const ComputeShape* sh = w.compute_shape(op)) {
+        if (sh->flops > 0) {
+          if (sh->flops == std::floor(sh->flops) && sh->flops < 9.2e18) {
+            add_attr(attrs, kNumOps).set_int64_val(static_cast<std::int64_t>(sh->flops));
+          } else {
+            add_attr(attrs, kNumOps).set_double_val(sh->flops);
+          }
+        }
+        if (sh->blocks > 0) {
+          add_attr(attrs, kBlocks).set_int32_val(sh->blocks);
+        }
+        if (sh->blocks_per_sm > 0) {
+          add_attr(attrs, kBlocksPerSm).set_int32_val(sh->blocks_per_sm);
+        }
+        if (sh->cls != ComputeClass::kOther) {
+          add_attr(attrs, kClass).set_string_val(std::string(to_string(sh->cls)));
+        }
+      }
+      break;
+    }
+    case OpKind::kMemcpy:
+      node.set_type(pb::MEM_LOAD_NODE);
+      add_attr(attrs, kTensorSize).set_uint64_val(static_cast<std::uint64_t>(w.bytes(op)));
+      break;
+    case OpKind::kSend:
+    case OpKind::kRecv: {
+      const bool send = k == OpKind::kSend;
+      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
+      const auto self = static_cast<std::int32_t>(r);
+      add_attr(attrs, kCommSrc).set_int32_val(send ? self : w.peer(op));
+      add_attr(attrs, kCommDst).set_int32_val(send ? w.peer(op) : self);
+      add_attr(attrs, kCommTag).set_int32_val(tag);
+      add_attr(attrs, kCommSize).set_int64_val(w.bytes(op));
+      if (w.group(op) != kNoGroup) {
+        add_attr(attrs, kPgName).set_string_val(w.group_info(w.group(op)).name);
+      }
+      break;
+    }
+    default:
+      node.set_type(pb::COMM_COLL_NODE);
+      add_attr(attrs, kCommType).set_int64_val(comm_type_of(k));
+      add_attr(attrs, kCommSize).set_int64_val(w.bytes(op));
+      add_attr(attrs, kPgName).set_string_val(w.group_info(w.group(op)).name);
+      if (has_root(k)) {
+        add_attr(attrs, kRoot).set_int32_val(w.peer(op));
+      }
+      break;
+  }
+  if (const PinnedConfig* c = w.pinned_config(op)) {
+    if (!c->algo.empty()) {
+      add_attr(attrs, kAlgo).set_string_val(c->algo);
+    }
+    if (!c->proto.empty()) {
+      add_attr(attrs, kProto).set_string_val(c->proto);
+    }
+    if (c->nchannels > 0) {
+      add_attr(attrs, kNchannels).set_int32_val(c->nchannels);
+    }
+    if (c->nthreads > 0) {
+      add_attr(attrs, kNthreads).set_int32_val(c->nthreads);
+    }
+    if (c->chunk_bytes > 0) {
+      add_attr(attrs, kChunkBytes).set_int64_val(c->chunk_bytes);
+    }
+  }
+  return node;
+}
+
+// One rank's trace file, nodes in a dependency-compatible order (Kahn's algorithm, smallest op
+// id first, so stream-major order wherever the dependencies allow it).
+std::string rank_file(const Workload& w, Rank r) {
+  const StreamId s0 = w.first_stream(r);
+  const StreamId s1 = w.last_stream(r);
+  const OpId lo = s0 < s1 ? w.stream(s0).first_op : 0;
+  const OpId hi = s0 < s1 ? w.stream(s1 - 1).first_op + w.stream(s1 - 1).op_count : 0;
+  const std::size_t n = hi - lo;
+
+  std::string out;
+  pb::GlobalMetadata meta;
+  meta.set_version(std::string(kChakraWriteVersion));
+  {
+    auto* list = add_attr(meta.mutable_attr(), kStreams).mutable_string_list();
+    for (StreamId s = s0; s < s1; ++s) {
+      list->add_values(w.stream(s).name);
+    }
+  }
+  append_message(out, meta);
+
+  // Edges within the rank: stream predecessor and dependencies.
+  std::vector<std::uint32_t> indegree(n, 0);
+  std::vector<std::uint32_t> begin(n + 1, 0);
+  for (OpId op = lo; op < hi; ++op) {
+    for (const OpId d : w.deps(op)) {
+      if (w.rank_of(d) != r) {
+        throw Error(
+            fmt::format("{} depends on {}: a Chakra trace holds one rank per file and "
+                        "cannot express dependencies across ranks",
+                        w.describe(op), w.describe(d)));
+      }
+      ++begin[d - lo + 1];
+    }
+    if (w.position(op) > 0) {
+      ++begin[op - 1 - lo + 1];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    begin[i + 1] += begin[i];
+  }
+  std::vector<OpId> dependents(begin[n]);
+  {
+    std::vector<std::uint32_t> cursor(begin.begin(), begin.end() - 1);
+    for (OpId op = lo; op < hi; ++op) {
+      for (const OpId d : w.deps(op)) {
+        dependents[cursor[d - lo]++] = op;
+        ++indegree[op - lo];
+      }
+      if (w.position(op) > 0) {
+        dependents[cursor[op - 1 - lo]++] = op;
+        ++indegree[op - lo];
+      }
+    }
+  }
+  // comm_tag of sends and receives: the k-th transfer between the same pair on the same group,
+  // counted in Lagom's matching order (op id order).
+  std::vector<std::int32_t> tag(n, 0);
+  {
+    std::map<std::tuple<bool, std::int32_t, GroupId>, std::int32_t> count;
+    for (OpId op = lo; op < hi; ++op) {
+      if (is_p2p(w.kind(op))) {
+        tag[op - lo] = count[{w.kind(op) == OpKind::kSend, w.peer(op), w.group(op)}]++;
+      }
+    }
+  }
+  std::priority_queue<OpId, std::vector<OpId>, std::greater<>> ready;
+  for (OpId op = lo; op < hi; ++op) {
+    if (indegree[op - lo] == 0) {
+      ready.push(op);
+    }
+  }
+  std::size_t written = 0;
+  while (!ready.empty()) {
+    const OpId op = ready.top();
+    ready.pop();
+    append_message(out, make_node(w, op, tag[op - lo]));
+    ++written;
+    for (std::uint32_t e = begin[op - lo]; e < begin[op - lo + 1]; ++e) {
+      if (--indegree[dependents[e] - lo] == 0) {
+        ready.push(dependents[e]);
+      }
+    }
+  }
+  if (written != n) {
+    OpId stuck = lo;
+    while (indegree[stuck - lo] == 0) {
+      ++stuck;
+    }
+    throw Error(fmt::format("rank {}: dependencies and stream order form a cycle through {}", r,
+                            w.describe(stuck)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> chakra_rank_files(const std::string& prefix) {
+  const fs::path p(prefix);
+  const std::string stem = p.filename().string();
+  if (stem.empty()) {
+    throw Error(
+        fmt::format("Chakra prefix '{}' ends in a directory separator; expected a path "
+                    "prefix PREFIX of files PREFIX.<rank>.et",
+                    prefix));
+  }
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    throw Error(fmt::format("no Chakra trace files {}.<rank>.et: cannot list directory '{}': {}",
+                            prefix, dir.string(), ec.message()));
+  }
+  std::map<std::uint32_t, bool> found;
+  for (const fs::directory_entry& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= stem.size() + 4 || !name.starts_with(stem + ".") || !name.ends_with(".et")) {
+      continue;
+    }
+    const std::string mid = name.substr(stem.size() + 1, name.size() - stem.size() - 4);
+    if (mid.empty() || mid.size() > 9 || (mid.size() > 1 && mid[0] == '0') ||
+        !std::all_of(mid.begin(), mid.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    found[static_cast<std::uint32_t>(std::stoul(mid))] = true;
+  }
+  if (found.empty()) {
+    throw Error(fmt::format("no Chakra trace files {}.<rank>.et (expected {}.0.et, {}.1.et, ...)",
+                            prefix, prefix, prefix));
+  }
+  const std::uint32_t last = found.rbegin()->first;
+  if (found.size() != std::size_t{last} + 1) {
+    std::vector<std::uint32_t> missing;
+    for (std::uint32_t r = 0; r <= last && missing.size() < 8; ++r) {
+      if (!found.contains(r)) {
+        missing.push_back(r);
+      }
+    }
+    throw Error(fmt::format(
+        "Chakra trace set {}: found {} rank files up to {}.{}.et, but {}.{}.et is missing "
+        "(missing ranks: {}{}); ranks must be 0..N-1 without gaps",
+        prefix, found.size(), prefix, last, prefix, missing.front(), fmt::join(missing, ", "),
+        last + 1 - found.size() > missing.size() ? ", ..." : ""));
+  }
+  std::vector<std::string> files;
+  files.reserve(found.size());
+  for (std::uint32_t r = 0; r <= last; ++r) {
+    files.push_back(fmt::format("{}.{}.et", prefix, r));
+  }
+  return files;
+}
+
+Workload read_chakra(const std::string& prefix, const std::optional<std::string>& comm_groups_file,
+                     ChakraReadInfo* info) {
+  const std::vector<std::string> files = chakra_rank_files(prefix);
+  const auto nranks = static_cast<std::uint32_t>(files.size());
+  WorkloadBuilder b(nranks);
+  GroupTable groups(b, nranks, comm_groups_file);
+  std::vector<ReadRank> ranks;
+  ranks.reserve(nranks);
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::string version;
+  for (Rank r = 0; r < nranks; ++r) {
+    std::string bytes = read_text_file(files[r], "Chakra trace file");
+    hash = fnv1a64(bytes, hash);
+    if (is_gzip(bytes)) {
+      bytes = gunzip(files[r], bytes);
+    }
+    RankReader reader(b, groups, r, files[r]);
+    ranks.push_back(reader.read(bytes, r == 0 ? &version : nullptr));
+  }
+  // Node names become op ids when they identify ops (every node named, no two alike, as in files
+  // Lagom writes); otherwise ops are "r<rank>.n<node id>".
+  bool use_names = true;
+  {
+    std::unordered_set<std::string_view> names;
+    for (const ReadRank& rr : ranks) {
+      for (const ReadNode& n : rr.nodes) {
+        if (!n.metadata && (n.name.empty() || !names.insert(n.name).second)) {
+          use_names = false;
+          break;
+        }
+      }
+      if (!use_names) {
+        break;
+      }
+    }
+  }
+  for (Rank r = 0; r < nranks; ++r) {
+    add_rank(b, r, ranks[r], use_names);
+    ranks[r].nodes = {};
+  }
+  if (info != nullptr) {
+    info->files = files;
+    info->version = version;
+    info->input_hash = hash;
+  }
+  return std::move(b).build(prefix);
+}
+
+std::string chakra_comm_groups_path(const std::string& prefix) {
+  return prefix + ".comm_groups.json";
+}
+
+std::vector<std::string> write_chakra(const Workload& w, const std::string& prefix) {
+  std::vector<std::string> paths;
+  std::vector<std::string> contents;
+  for (Rank r = 0; r < w.rank_count(); ++r) {
+    contents.push_back(rank_file(w, r));  // all errors before any file is written
+  }
+  for (Rank r = 0; r < w.rank_count(); ++r) {
+    paths.push_back(fmt::format("{}.{}.et", prefix, r));
+    write_file(paths.back(), contents[r]);
+  }
+  nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+  for (const Group& g : w.groups()) {
+    groups[g.name] = g.ranks;
+  }
+  paths.push_back(chakra_comm_groups_path(prefix));
+  write_file(paths.back(), groups.dump() + "\n");
+  return paths;
+}
+
+}  // namespace lagom::traces
