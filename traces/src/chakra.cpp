@@ -225,7 +225,9 @@ std::string_view value_name(const pb::AttributeProto& a) {
 
 class NodeAttrs {
  public:
-  NodeAttrs(const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs, std::string where)
+  // `where` names the node in errors; it is only called when there is one.
+  NodeAttrs(const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs,
+            std::function<std::string()> where)
       : attrs_(attrs), where_(std::move(where)) {}
 
   const pb::AttributeProto* find(std::string_view name) const {
@@ -290,7 +292,7 @@ class NodeAttrs {
                                                std::int64_t lo, std::int64_t hi) const {
     std::optional<std::int64_t> v = integer(name, lo, hi);
     if (!v) {
-      throw Error(fmt::format("{}: missing attribute '{}' ({})", where_, name, why));
+      throw Error(fmt::format("{}: missing attribute '{}' ({})", where_(), name, why));
     }
     return v;
   }
@@ -354,14 +356,14 @@ class NodeAttrs {
   }
 
   [[noreturn]] void fail(std::string_view name, const std::string& what) const {
-    throw Error(fmt::format("{}: attribute '{}': {}", where_, name, what));
+    throw Error(fmt::format("{}: attribute '{}': {}", where_(), name, what));
   }
 
-  const std::string& where() const { return where_; }
+  std::string where() const { return where_(); }
 
  private:
   const google::protobuf::RepeatedPtrField<pb::AttributeProto>& attrs_;
-  std::string where_;
+  std::function<std::string()> where_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -557,7 +559,7 @@ class RankReader {
       if (version != nullptr) {
         *version = meta.version();
       }
-      const NodeAttrs attrs(meta.attr(), stream.where() + " (GlobalMetadata)");
+      const NodeAttrs attrs(meta.attr(), [&] { return stream.where() + " (GlobalMetadata)"; });
       for (const std::string& s : attrs.text_list(kStreams)) {
         stream_id(s);
       }
@@ -571,11 +573,12 @@ class RankReader {
         throw Error(fmt::format("{}: malformed protobuf: not a valid Node{}", stream.where(),
                                 why.empty() ? "" : ": " + why));
       }
-      const std::string where =
-          fmt::format("{}: node {}{}", stream.where(), node.id(),
-                      node.name().empty() ? "" : fmt::format(" ('{}')", node.name()));
+      auto where = [&] {
+        return fmt::format("{}: node {}{}", stream.where(), node.id(),
+                           node.name().empty() ? "" : fmt::format(" ('{}')", node.name()));
+      };
       if (!seen.insert(node.id()).second) {
-        throw Error(fmt::format("{}: node id {} appears twice in the file", where, node.id()));
+        throw Error(fmt::format("{}: node id {} appears twice in the file", where(), node.id()));
       }
       out_.nodes.push_back(convert(node, where));
     }
@@ -592,7 +595,7 @@ class RankReader {
 
   GroupId group(const NodeAttrs& a) { return groups_.resolve(a.text(kPgName), a.where()); }
 
-  ReadNode convert(const pb::Node& node, const std::string& where) {
+  ReadNode convert(const pb::Node& node, const std::function<std::string()>& where) {
     ReadNode n;
     n.id = node.id();
     n.name = node.name();
@@ -659,7 +662,7 @@ class RankReader {
           throw Error(fmt::format(
               "{}: comm_type {}{} is not supported (Lagom simulates ALL_REDUCE, ALL_GATHER, "
               "REDUCE_SCATTER, BROADCAST, REDUCE and ALL_TO_ALL)",
-              where, type,
+              where(), type,
               known ? fmt::format(" ({})", pb::CollectiveCommType_Name(
                                                static_cast<pb::CollectiveCommType>(type)))
                     : std::string(" (not a CollectiveCommType)")));
@@ -693,14 +696,14 @@ class RankReader {
             "{}: unknown node type {} ({}); expected METADATA_NODE, "
             "MEM_LOAD_NODE, MEM_STORE_NODE, COMP_NODE, COMM_SEND_NODE, "
             "COMM_RECV_NODE or COMM_COLL_NODE",
-            where, static_cast<int>(node.type()), node_type_name(static_cast<int>(node.type()))));
+            where(), static_cast<int>(node.type()), node_type_name(static_cast<int>(node.type()))));
     }
     if (const std::optional<std::int64_t> ns = a.integer(kDurationNs, 0, kMax)) {
       s.duration_ns = *ns;
     } else if (node.duration_micros() > 0) {
       if (node.duration_micros() > static_cast<std::uint64_t>(kMax / 1000)) {
         throw Error(
-            fmt::format("{}: duration_micros {} is out of range", where, node.duration_micros()));
+            fmt::format("{}: duration_micros {} is out of range", where(), node.duration_micros()));
       }
       s.duration_ns = static_cast<std::int64_t>(node.duration_micros()) * 1000;
     }
