@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.hpp"
 #include "test_util.hpp"
 
 namespace lagom::models {
@@ -364,11 +364,8 @@ TEST(ModelLoad, UnknownNamesListTheZoo) {
 }
 
 TEST(ModelLoad, UserFileLoadsByPath) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("lagom_model_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "my-model.json").string();
+  const test::TempDir dir;
+  const std::string path = (dir.path() / "my-model.json").string();
   {
     json doc = json::parse(kTinyDense);
     doc["name"] = "my-model";
@@ -378,10 +375,10 @@ TEST(ModelLoad, UserFileLoadsByPath) {
   EXPECT_EQ(m.name, "my-model");
   EXPECT_EQ(m.origin, path);
   EXPECT_EQ(m.layers, 2);
+  EXPECT_EQ(m.params(), parse_model_json(kTinyDense, "tiny.json").params());
   // A bad file names itself.
   std::ofstream(path) << R"({"format": "lagom.model", "version": 1, "name": "x"})";
   EXPECT_EQ(error_of([&] { load_model(path); }).rfind(path + ": ", 0), 0u);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
