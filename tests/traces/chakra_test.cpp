@@ -435,25 +435,36 @@ TEST_F(ChakraTest, DependenciesForwardBackwardAndThroughMetadataNodes) {
   EXPECT_TRUE(contains(e, "cycle")) << e;
 }
 
-TEST_F(ChakraTest, NodeNamesBecomeOpIdsWhenTheyAreUnique) {
+TEST_F(ChakraTest, OpIdsAreRankAndNodeIdUnlessTheFileSaysNamesAre) {
   pb::Node a = comp(1, 1);
   a.set_name("fwd");
   pb::Node b = comp(2, 1, {1});
-  b.set_name("bwd");
+  b.set_name("fwd");  // PyTorch traces repeat kernel names
   write_rank(0, {a, b});
-  pb::Node c = comp(1, 1);
-  c.set_name("r1.fwd");
-  write_rank(1, {c});
   Workload w = read();
-  EXPECT_EQ(w.name(w.stream(w.first_stream(0)).first_op + 1), "bwd");
-  EXPECT_TRUE(w.find_op("r1.fwd").has_value());
-  // One duplicate (across ranks) and every op is r<rank>.n<id>.
-  c.set_name("fwd");
-  write_rank(1, {c});
+  EXPECT_EQ(w.name(w.stream(w.first_stream(0)).first_op + 1), "r0.n2");
+  // Files Lagom writes flag their names as op ids.
+  pb::GlobalMetadata meta;
+  meta.set_version("0.0.4");
+  pb::AttributeProto* flag = meta.add_attr();
+  flag->set_name("lagom_names_are_op_ids");
+  flag->set_bool_val(true);
+  auto with_flag = [&](const std::vector<pb::Node>& nodes) {
+    std::string out;
+    frame(out, meta);
+    for (const pb::Node& n : nodes) {
+      frame(out, n);
+    }
+    return out;
+  };
+  b.set_name("bwd");
+  write_raw(0, with_flag({a, b}));
   w = read();
-  EXPECT_TRUE(w.find_op("r0.n2").has_value());
-  EXPECT_TRUE(w.find_op("r1.n1").has_value());
-  EXPECT_FALSE(w.find_op("fwd").has_value());
+  EXPECT_EQ(w.name(w.stream(w.first_stream(0)).first_op + 1), "bwd");
+  b.set_name("fwd");
+  write_raw(0, with_flag({a, b}));
+  const std::string e = read_error();
+  EXPECT_TRUE(contains(e, "duplicate op id 'fwd'")) << e;
 }
 
 TEST_F(ChakraTest, ReadsGzipAndPlainFilesAlike) {

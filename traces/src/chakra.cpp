@@ -19,7 +19,6 @@
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
@@ -46,6 +45,8 @@ constexpr std::string_view kPgName = "pg_name";
 constexpr std::string_view kRoot = "root";
 constexpr std::string_view kStream = "lagom_stream";
 constexpr std::string_view kStreams = "lagom_streams";  // GlobalMetadata: a rank's streams
+// GlobalMetadata: node names are the op ids (Lagom writes unique ones); otherwise r<rank>.n<id>.
+constexpr std::string_view kNamesAreIds = "lagom_names_are_op_ids";
 constexpr std::string_view kDurationNs = "lagom_duration_ns";
 constexpr std::string_view kBlocks = "lagom_blocks";
 constexpr std::string_view kBlocksPerSm = "lagom_blocks_per_sm";
@@ -410,21 +411,14 @@ pb::CollectiveCommType comm_type_of(OpKind k) {
   }
 }
 
-// One node as read, before ops get their ids (which depend on every rank's names).
+constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
+
+// What a node leaves behind once its op is in the builder: enough to resolve dependencies.
 struct ReadNode {
   std::uint64_t id = 0;
-  std::string name;
-  bool metadata = false;  // METADATA_NODE: no op; its deps pass through to its dependents
-  StreamId stream = 0;
-  OpSpec spec;
-  std::optional<ComputeShape> shape;
-  std::optional<PinnedConfig> config;
+  OpId op = kNoOp;                  // kNoOp: a METADATA_NODE (its deps pass through to dependents)
+  OpId prev_in_stream = kNoOp;      // the op before it on its stream
   std::vector<std::uint64_t> deps;  // ctrl_deps then data_deps, as node ids
-};
-
-struct ReadRank {
-  std::string file;
-  std::vector<ReadNode> nodes;
 };
 
 // Groups as the trace set defines them: from the comm-groups file, then created on demand.
@@ -515,12 +509,11 @@ class GroupTable {
 class RankReader {
  public:
   RankReader(WorkloadBuilder& b, GroupTable& groups, Rank rank, std::string file)
-      : b_(b), groups_(groups), rank_(rank) {
-    out_.file = std::move(file);
-  }
+      : b_(b), groups_(groups), rank_(rank), file_(std::move(file)) {}
 
-  ReadRank read(std::string_view bytes, std::string* version) {
-    const std::string& file = out_.file;
+  // Adds the rank's ops, then their dependencies, to the builder.
+  void read(std::string_view bytes, std::string* version) {
+    const std::string& file = file_;
     if (bytes.empty()) {
       throw Error(
           fmt::format("{}: the file is empty; expected a Chakra ET stream (a "
@@ -563,9 +556,9 @@ class RankReader {
       for (const std::string& s : attrs.text_list(kStreams)) {
         stream_id(s);
       }
+      names_are_ids_ = attrs.boolean(kNamesAreIds);
     }
     pb::Node node;
-    std::unordered_set<std::uint64_t> seen;
     while (stream.next(msg)) {
       node.Clear();
       std::string why;
@@ -577,12 +570,9 @@ class RankReader {
         return fmt::format("{}: node {}{}", stream.where(), node.id(),
                            node.name().empty() ? "" : fmt::format(" ('{}')", node.name()));
       };
-      if (!seen.insert(node.id()).second) {
-        throw Error(fmt::format("{}: node id {} appears twice in the file", where(), node.id()));
-      }
-      out_.nodes.push_back(convert(node, where));
+      nodes_.push_back(convert(node, where));
     }
-    return std::move(out_);
+    link();
   }
 
  private:
@@ -598,7 +588,6 @@ class RankReader {
   ReadNode convert(const pb::Node& node, const std::function<std::string()>& where) {
     ReadNode n;
     n.id = node.id();
-    n.name = node.name();
     n.deps.reserve(static_cast<std::size_t>(node.ctrl_deps_size() + node.data_deps_size()));
     n.deps.insert(n.deps.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
     n.deps.insert(n.deps.end(), node.data_deps().begin(), node.data_deps().end());
@@ -606,10 +595,11 @@ class RankReader {
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t kMaxRank = std::numeric_limits<std::int32_t>::max();
     std::string_view default_stream = kComputeStream;
-    OpSpec& s = n.spec;
+    OpSpec s;
+    std::optional<ComputeShape> compute_shape;
+    std::optional<PinnedConfig> config;
     switch (node.type()) {
       case pb::METADATA_NODE:
-        n.metadata = true;
         return n;
       case pb::COMP_NODE: {
         s.kind = OpKind::kCompute;
@@ -643,7 +633,7 @@ class RankReader {
           any = true;
         }
         if (any) {
-          n.shape = shape;
+          compute_shape = shape;
         }
         break;
       }
@@ -731,102 +721,95 @@ class RankReader {
         any = true;
       }
       if (any) {
-        n.config = std::move(c);
+        config = std::move(c);
       }
     }
-    const std::optional<std::string> stream = a.text(kStream);
-    n.stream = stream_id(stream ? *stream : std::string(default_stream));
+    const std::optional<std::string> stream_name = a.text(kStream);
+    const StreamId stream = stream_id(stream_name ? *stream_name : std::string(default_stream));
+    n.op = b_.add_op(stream, s,
+                     names_are_ids_ ? node.name() : fmt::format("r{}.n{}", rank_, node.id()));
+    if (compute_shape) {
+      b_.set_compute_shape(n.op, *compute_shape);
+    }
+    if (config) {
+      b_.pin_config(n.op, std::move(*config));
+    }
+    if (auto [it, added] = last_op_.try_emplace(stream, n.op); !added) {
+      n.prev_in_stream = it->second;
+      it->second = n.op;
+    }
     return n;
+  }
+
+  // Dependencies, through metadata nodes to what they depend on.
+  void link() {
+    const std::size_t n = nodes_.size();
+    std::unordered_map<std::uint64_t, std::size_t> index;  // node id -> position in nodes_
+    index.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!index.emplace(nodes_[i].id, i).second) {
+        throw Error(fmt::format("{}: node id {} appears twice in the file", file_, nodes_[i].id));
+      }
+    }
+    auto missing = [&](std::size_t i, std::uint64_t d) {
+      return Error(fmt::format("{}: node {} depends on node {}, which is not in the file", file_,
+                               nodes_[i].id, d));
+    };
+    std::vector<std::uint8_t> on_path(n, 0);
+    std::vector<OpId> found;
+    std::function<void(std::size_t)> collect = [&](std::size_t i) {
+      for (const std::uint64_t d : nodes_[i].deps) {
+        auto it = index.find(d);
+        if (it == index.end()) {
+          throw missing(i, d);
+        }
+        const std::size_t j = it->second;
+        if (nodes_[j].op != kNoOp) {
+          found.push_back(nodes_[j].op);
+          continue;
+        }
+        if (on_path[j] != 0) {
+          throw Error(
+              fmt::format("{}: dependency cycle through metadata node {}", file_, nodes_[j].id));
+        }
+        on_path[j] = 1;
+        collect(j);
+        on_path[j] = 0;
+      }
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      const ReadNode& node = nodes_[i];
+      if (node.op == kNoOp) {
+        // A dangling dependency of a metadata node is still an error.
+        for (const std::uint64_t d : node.deps) {
+          if (!index.contains(d)) {
+            throw missing(i, d);
+          }
+        }
+        continue;
+      }
+      found.clear();
+      collect(i);
+      std::sort(found.begin(), found.end());
+      found.erase(std::unique(found.begin(), found.end()), found.end());
+      for (const OpId d : found) {
+        // The previous op of the stream is waited for anyway (stream order).
+        if (d != node.prev_in_stream) {
+          b_.add_dep(node.op, d);
+        }
+      }
+    }
   }
 
   WorkloadBuilder& b_;
   GroupTable& groups_;
   Rank rank_;
-  ReadRank out_;
+  std::string file_;
+  bool names_are_ids_ = false;
+  std::vector<ReadNode> nodes_;
   std::map<std::string, StreamId> streams_;
+  std::unordered_map<StreamId, OpId> last_op_;
 };
-
-// Adds a rank's ops and dependencies to the builder.
-void add_rank(WorkloadBuilder& b, Rank rank, const ReadRank& rr, bool use_names) {
-  const std::size_t n = rr.nodes.size();
-  std::unordered_map<std::uint64_t, std::size_t> index;  // node id -> position in rr.nodes
-  index.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    index.emplace(rr.nodes[i].id, i);
-  }
-  constexpr OpId kNone = std::numeric_limits<OpId>::max();
-  std::vector<OpId> op_of(n, kNone);
-  std::vector<OpId> prev_in_stream(n, kNone);
-  std::unordered_map<StreamId, OpId> last;
-  for (std::size_t i = 0; i < n; ++i) {
-    const ReadNode& node = rr.nodes[i];
-    if (node.metadata) {
-      continue;
-    }
-    const std::string id = use_names ? node.name : fmt::format("r{}.n{}", rank, node.id);
-    op_of[i] = b.add_op(node.stream, node.spec, id);
-    if (auto it = last.find(node.stream); it != last.end()) {
-      prev_in_stream[i] = it->second;
-    }
-    last[node.stream] = op_of[i];
-    if (node.shape) {
-      b.set_compute_shape(op_of[i], *node.shape);
-    }
-    if (node.config) {
-      b.pin_config(op_of[i], *node.config);
-    }
-  }
-  // Dependencies, through metadata nodes to what they depend on.
-  std::vector<std::uint8_t> on_path(n, 0);
-  std::vector<OpId> found;
-  auto missing = [&](std::size_t i, std::uint64_t d) {
-    const ReadNode& node = rr.nodes[i];
-    return Error(fmt::format("{}: node {}{} depends on node {}, which is not in the file", rr.file,
-                             node.id, node.name.empty() ? "" : fmt::format(" ('{}')", node.name),
-                             d));
-  };
-  std::function<void(std::size_t)> collect = [&](std::size_t i) {
-    for (const std::uint64_t d : rr.nodes[i].deps) {
-      auto it = index.find(d);
-      if (it == index.end()) {
-        throw missing(i, d);
-      }
-      const std::size_t j = it->second;
-      if (!rr.nodes[j].metadata) {
-        found.push_back(op_of[j]);
-        continue;
-      }
-      if (on_path[j] != 0) {
-        throw Error(
-            fmt::format("{}: dependency cycle through metadata node {}", rr.file, rr.nodes[j].id));
-      }
-      on_path[j] = 1;
-      collect(j);
-      on_path[j] = 0;
-    }
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    if (rr.nodes[i].metadata) {
-      // A dangling dependency of a metadata node is still an error.
-      for (const std::uint64_t d : rr.nodes[i].deps) {
-        if (!index.contains(d)) {
-          throw missing(i, d);
-        }
-      }
-      continue;
-    }
-    found.clear();
-    collect(i);
-    std::sort(found.begin(), found.end());
-    found.erase(std::unique(found.begin(), found.end()), found.end());
-    for (const OpId d : found) {
-      // The previous op of the stream is waited for anyway (stream order).
-      if (d != prev_in_stream[i]) {
-        b.add_dep(op_of[i], d);
-      }
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Writing.
@@ -979,6 +962,7 @@ std::string rank_file(const Workload& w, Rank r) {
     for (StreamId s = s0; s < s1; ++s) {
       list->add_values(w.stream(s).name);
     }
+    add_attr(meta.mutable_attr(), kNamesAreIds).set_bool_val(true);
   }
   append_message(out, meta);
 
@@ -1119,8 +1103,6 @@ Workload read_chakra(const std::string& prefix, const std::optional<std::string>
   const auto nranks = static_cast<std::uint32_t>(files.size());
   WorkloadBuilder b(nranks);
   GroupTable groups(b, nranks, comm_groups_file);
-  std::vector<ReadRank> ranks;
-  ranks.reserve(nranks);
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   std::string version;
   for (Rank r = 0; r < nranks; ++r) {
@@ -1129,29 +1111,7 @@ Workload read_chakra(const std::string& prefix, const std::optional<std::string>
     if (is_gzip(bytes)) {
       bytes = gunzip(files[r], bytes);
     }
-    RankReader reader(b, groups, r, files[r]);
-    ranks.push_back(reader.read(bytes, r == 0 ? &version : nullptr));
-  }
-  // Node names become op ids when they identify ops (every node named, no two alike, as in files
-  // Lagom writes); otherwise ops are "r<rank>.n<node id>".
-  bool use_names = true;
-  {
-    std::unordered_set<std::string_view> names;
-    for (const ReadRank& rr : ranks) {
-      for (const ReadNode& n : rr.nodes) {
-        if (!n.metadata && (n.name.empty() || !names.insert(n.name).second)) {
-          use_names = false;
-          break;
-        }
-      }
-      if (!use_names) {
-        break;
-      }
-    }
-  }
-  for (Rank r = 0; r < nranks; ++r) {
-    add_rank(b, r, ranks[r], use_names);
-    ranks[r].nodes = {};
+    RankReader(b, groups, r, files[r]).read(bytes, r == 0 ? &version : nullptr);
   }
   if (info != nullptr) {
     info->files = files;
