@@ -88,6 +88,9 @@ nlohmann::ordered_json context_json(const RunContext& ctx) {
   c["input_hash"] = ctx.input_hash;
   c["cost_model"] = ctx.cost_model;
   c["contention_model"] = ctx.contention_model;
+  if (!ctx.generated.empty()) {
+    c["generated"] = ctx.generated;
+  }
   return c;
 }
 
@@ -99,7 +102,39 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
              g.instance_count());
   fmt::print(out, "models       cost: {}; contention: {}\n\n", ctx.cost_model,
              ctx.contention_model);
+  if (!ctx.generated.empty()) {
+    fmt::print(out, "generated    {}\n", ctx.generated);
+  }
+  if (ctx.folded_replicas > 1) {
+    fmt::print(out,
+               "folded       each rank stands for {} identical data-parallel replicas ({} "
+               "GPUs)\n",
+               ctx.folded_replicas, static_cast<long>(w.rank_count()) * ctx.folded_replicas);
+  }
   fmt::print(out, "step time    {} us\n", format_us(r.step_time.count_ns()));
+  const sim::WorkFigures& work = s.work;
+  if (work.compute_mean.count_ns() > 0) {
+    fmt::print(out,
+               "compute      {} us per GPU (mean); exposed communication {} us (mean), {} us "
+               "(max)\n",
+               format_us(work.compute_mean.count_ns()),
+               format_us(work.exposed_comm_mean.count_ns()),
+               format_us(work.exposed_comm_max.count_ns()));
+  }
+  if (ctx.peak_flops_per_gpu > 0 && work.flops > 0 && r.step_time.count_ns() > 0) {
+    fmt::print(
+        out, "MFU          {:.1f}% ({:.3g} model FLOPs)\n",
+        100.0 * work.flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu),
+        work.flops * ctx.folded_replicas);
+  }
+  if (ctx.memory) {
+    fmt::print(out,
+               "memory       {:.1f} GB per GPU (weights {:.1f}, gradients {:.1f}, optimizer "
+               "{:.1f}, activations {:.1f}, buffers {:.1f})\n",
+               ctx.memory->total() / 1e9, ctx.memory->weights / 1e9, ctx.memory->gradients / 1e9,
+               ctx.memory->optimizer / 1e9, ctx.memory->activations / 1e9,
+               ctx.memory->buffers / 1e9);
+  }
   fmt::print(out, "events       {}\n", r.events);
   fmt::print(out, "fingerprint  {}\n\n", hex64(r.fingerprint));
   print_overlap(out, s.overlap);
@@ -147,6 +182,37 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
                    {"ops", w.op_count()},
                    {"groups", w.groups().size()},
                    {"communication_instances", g.instance_count()}};
+  // What the step did (sim::WorkFigures) and, with hardware and a generated step, how well.
+  const sim::WorkFigures& work = s.work;
+  // With folding every simulated rank stands for `folded_replicas` GPUs.
+  const double fold = ctx.folded_replicas;
+  if (ctx.folded_replicas > 1) {
+    j["folded_replicas"] = ctx.folded_replicas;
+    j["gpus"] = static_cast<double>(w.rank_count()) * fold;
+  }
+  j["flops"] = work.flops * fold;
+  auto& bytes = j["comm_bytes"] = nlohmann::ordered_json::object();
+  for (int k = 0; k < traces::kOpKindCount; ++k) {
+    const auto kind = static_cast<traces::OpKind>(k);
+    if (traces::is_comm(kind)) {
+      bytes[std::string(traces::to_string(kind))] =
+          work.comm_bytes[static_cast<std::size_t>(k)] * fold;
+    }
+  }
+  j["compute_us"] = us(work.compute_mean);
+  j["exposed_comm_us"] = us(work.exposed_comm_mean);
+  j["exposed_comm_max_us"] = us(work.exposed_comm_max);
+  if (ctx.peak_flops_per_gpu > 0 && r.step_time.count_ns() > 0) {
+    j["mfu"] = work.flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu);
+  }
+  if (ctx.memory) {
+    j["memory_per_gpu_bytes"] = ctx.memory->total();
+    j["memory"] = {{"weights_bytes", ctx.memory->weights},
+                   {"gradients_bytes", ctx.memory->gradients},
+                   {"optimizer_bytes", ctx.memory->optimizer},
+                   {"activations_bytes", ctx.memory->activations},
+                   {"buffers_bytes", ctx.memory->buffers}};
+  }
   auto& ranks = j["ranks"] = nlohmann::ordered_json::array();
   for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
     nlohmann::ordered_json rj;

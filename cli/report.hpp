@@ -3,8 +3,10 @@
 
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "lagom/models/generator.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/stats.hpp"
 #include "lagom/traces/execution_graph.hpp"
@@ -19,6 +21,12 @@ struct RunContext {
   std::string input_hash;        // "fnv1a64:..."
   std::string cost_model;        // "fixed (duration_us)"
   std::string contention_model;  // "none"
+  // Known when the hardware is (--cluster): each GPU's BF16 tensor peak, for MFU.
+  double peak_flops_per_gpu = 0;
+  // Known when the step was generated from a model (--model): the per-GPU memory estimate.
+  std::optional<models::MemoryEstimate> memory;
+  std::string generated;    // what was generated ("llama3-8b, fsdp=16, ...")
+  int folded_replicas = 1;  // GPUs each rank stands for (--fold)
 };
 
 nlohmann::ordered_json context_json(const RunContext& ctx);
@@ -26,7 +34,9 @@ nlohmann::ordered_json context_json(const RunContext& ctx);
 void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,
                    const sim::SimResult& r, const sim::StepStats& s, const RunContext& ctx);
 
-// {"context", "step_time_us", "events", "fingerprint", "workload", "ranks", "overlap", "ops"};
+// {"context", "step_time_us", "events", "fingerprint", "workload", "flops", "comm_bytes",
+// "compute_us", "exposed_comm_us", ["mfu"], ["memory_per_gpu_bytes", "memory"], "ranks",
+// "overlap", "ops"};
 // "ops" is left out when include_ops is false (it is one entry per op), and the overlap group
 // list when the workload has more than 16 ranks (docs/formats/workload.md, "Reports").
 nlohmann::ordered_json json_report(const traces::Workload& w, const traces::ExecutionGraph& g,

@@ -11,13 +11,16 @@
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/hash.hpp"
 #include "lagom/common/units.hpp"
+#include "lagom/models/model_spec.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
 #include "lagom/sim/stats.hpp"
 #include "lagom/traces/chrome_trace.hpp"
 #include "lagom/traces/execution_graph.hpp"
+#include "model_input.hpp"
 #include "report.hpp"
 #include "workload_input.hpp"
 
@@ -29,14 +32,19 @@ int simulate_command(const std::vector<std::string>& args) {
   WorkloadInput input;
   std::string trace_path;
   HardwareOptions hw;
+  ModelOptions mo;
   po::options_description desc(
       "Usage: lagom simulate [--workload FILE|builtin:NAME | --chakra PREFIX [--comm-groups F]]\n"
       "                      [--cluster PRESET [--nodes N]\n"
-      "                      [--profile FILE]] [--json] [--trace FILE]\n\n"
+      "                      [--profile FILE]] [--json] [--trace FILE]\n"
+      "       lagom simulate --model NAME|FILE --parallel P --cluster PRESET [--nodes N]\n"
+      "                      [--mbs M] [--gbs G] [--seq S] [--precision bf16] [--overlap O]\n\n"
       "Replays one training step of a workload on the discrete-event engine and reports the step\n"
       "time, per-rank and per-stream busy/idle time and a fingerprint of the event stream.\n"
       "Ops take their duration_us; with --cluster, communication ops without one are timed by\n"
-      "Lagom's collective model (their pinned 'config' or NCCL's own choice).\n"
+      "Lagom's collective model (their pinned 'config' or NCCL's own choice) and compute ops by\n"
+      "the compute model, and overlapping ops slow each other (SMs, HBM, links).\n"
+      "With --model the step is generated from a model and a parallelism (docs/models.md §8).\n"
       "Without --workload or --chakra it runs the built-in example " +
       std::string(kDefaultWorkload) + ".\n\nOptions");
   desc.add_options()("help,h", "show this help")("list-workloads",
@@ -49,6 +57,7 @@ int simulate_command(const std::vector<std::string>& args) {
       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
   add_workload_input_options(desc, input);
   add_hardware_options(desc, hw);
+  add_model_options(desc, mo);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);
@@ -62,21 +71,53 @@ int simulate_command(const std::vector<std::string>& args) {
     }
     return kExitOk;
   }
+  if (vm.count("list-models")) {
+    for (const std::string& name : models::list_models()) {
+      fmt::print("{}\n", name);
+    }
+    return kExitOk;
+  }
   if (vm.count("no-op-times") && !vm.count("json")) {
     throw po::error("--no-op-times only applies with --json");
   }
-
-  LoadedWorkload in = load_workload_input(input, vm);
-  const traces::Workload& w = in.workload;
-  const traces::ExecutionGraph graph = traces::analyze(w, in.source);
+  const bool from_model = !mo.model.empty();
+  if (from_model && (!vm["workload"].defaulted() || vm.count("chakra"))) {
+    throw po::error("--workload, --chakra and --model are alternatives; give one");
+  }
+  if (from_model && hw.cluster.empty()) {
+    throw po::error("--model needs --cluster (the generated step is sized to its GPUs)");
+  }
+  if (!from_model && (vm.count("parallel") || vm.count("gbs") || vm.count("seq"))) {
+    throw po::error("--parallel, --gbs and --seq describe a generated step: they need --model");
+  }
   if (hw.cluster.empty() && (hw.nodes != 0 || !hw.profile.empty())) {
     throw po::error("--nodes and --profile need --cluster");
   }
   std::optional<Hardware> hardware;
-  std::unique_ptr<sim::ModelCost> cost;
-  std::unique_ptr<sim::ResourceContention> contention;
   if (!hw.cluster.empty()) {
     hardware = load_hardware(hw);
+  }
+  std::optional<models::MemoryEstimate> memory;
+  std::string generated;
+  int folded = 1;
+  LoadedWorkload in;
+  if (from_model) {
+    mo.gpu_memory_bytes = hardware->profile.gpu.memory_GB.value * 1e9;
+    models::GeneratedStep step =
+        generate_from_options(mo, hardware->cluster.gpu_count(), hardware->cluster.gpus_per_node());
+    memory = step.memory;
+    generated = step.description;
+    folded = step.folded_replicas;
+    in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
+                        "fnv1a64:" + hex64(fnv1a64(generated))};
+  } else {
+    in = load_workload_input(input, vm);
+  }
+  const traces::Workload& w = in.workload;
+  const traces::ExecutionGraph graph = traces::analyze(w, in.source);
+  std::unique_ptr<sim::ModelCost> cost;
+  std::unique_ptr<sim::ResourceContention> contention;
+  if (hardware) {
     try {
       cost = std::make_unique<sim::ModelCost>(hardware->cluster, hardware->profile, w);
     } catch (const Error& e) {
@@ -96,9 +137,18 @@ int simulate_command(const std::vector<std::string>& args) {
     throw Error(fmt::format("{}: {}", in.source, e.what()));
   }
   const sim::StepStats stats = sim::summarize(w, result);
-  const RunContext ctx{"simulate", in.source, in.input_hash,
-                       cost ? std::string(cost->name()) : std::string("fixed (duration_us)"),
-                       contention ? std::string(contention->name()) : std::string("none")};
+  RunContext ctx;
+  ctx.command = "simulate";
+  ctx.workload_source = in.source;
+  ctx.input_hash = in.input_hash;
+  ctx.cost_model = cost ? std::string(cost->name()) : std::string("fixed (duration_us)");
+  ctx.contention_model = contention ? std::string(contention->name()) : std::string("none");
+  if (hardware) {
+    ctx.peak_flops_per_gpu = hardware->profile.gpu.bf16_TFLOPS.value * 1e12;
+  }
+  ctx.memory = memory;
+  ctx.generated = generated;
+  ctx.folded_replicas = folded;
 
   if (!trace_path.empty()) {
     std::ofstream out(trace_path, std::ios::binary);

@@ -146,10 +146,11 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
   }
   const json& gpu = r.field(doc, "", "gpu");
   r.only(gpu, "gpu",
-         {"sms", "hbm_GBps", "bf16_TFLOPS", "fp32_TFLOPS", "l2_MiB", "smem_per_sm_KiB",
+         {"sms", "hbm_GBps", "memory_GB", "bf16_TFLOPS", "fp32_TFLOPS", "l2_MiB", "smem_per_sm_KiB",
           "max_threads_per_sm", "max_blocks_per_sm"});
   p.gpu.sms = r.measured(gpu, "gpu", "sms", 1, 10000);
   p.gpu.hbm_GBps = r.measured(gpu, "gpu", "hbm_GBps", 1, 1e6);
+  p.gpu.memory_GB = r.measured(gpu, "gpu", "memory_GB", 0.1, 1e5);
   p.gpu.bf16_TFLOPS = r.measured(gpu, "gpu", "bf16_TFLOPS", 0.1, 1e6);
   p.gpu.fp32_TFLOPS = r.measured(gpu, "gpu", "fp32_TFLOPS", 0.1, 1e6);
   p.gpu.l2_MiB = r.measured(gpu, "gpu", "l2_MiB", 0, 1e4);
@@ -238,6 +239,7 @@ std::string profile_to_json(const HardwareProfile& p) {
   doc["description"] = p.description;
   doc["gpu"] = ordered{{"sms", to_json(p.gpu.sms)},
                        {"hbm_GBps", to_json(p.gpu.hbm_GBps)},
+                       {"memory_GB", to_json(p.gpu.memory_GB)},
                        {"bf16_TFLOPS", to_json(p.gpu.bf16_TFLOPS)},
                        {"fp32_TFLOPS", to_json(p.gpu.fp32_TFLOPS)},
                        {"l2_MiB", to_json(p.gpu.l2_MiB)},

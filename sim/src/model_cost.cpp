@@ -52,7 +52,16 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::Hardwa
     return c;
   };
   for (const traces::Group& g : w.groups()) {
-    groups_.push_back(make(std::vector<int>(g.ranks.begin(), g.ranks.end())));
+    const auto gpus = g.cluster_gpus();
+    for (std::uint32_t gpu : gpus) {
+      if (gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
+        throw Error(
+            fmt::format("group '{}' spans GPU {} but cluster '{}' has {} GPUs; pass "
+                        "--nodes to make it larger",
+                        g.name, gpu, cluster.name(), cluster.gpu_count()));
+      }
+    }
+    groups_.push_back(make(std::vector<int>(gpus.begin(), gpus.end())));
   }
   for (traces::OpId op = 0; op < w.op_count(); ++op) {
     if (traces::is_p2p(w.kind(op)) && w.group(op) == traces::kNoGroup) {

@@ -2,6 +2,7 @@
 #include "lagom/sim/stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace lagom::sim {
@@ -91,6 +92,97 @@ OverlapStats find_overlap_groups(const traces::Workload& w, const SimResult& r) 
   return o;
 }
 
+namespace {
+
+using Spans = std::vector<std::pair<Time, Time>>;
+
+// Sorts and merges intervals into disjoint ones.
+Spans merge(Spans spans) {
+  std::sort(spans.begin(), spans.end());
+  Spans out;
+  for (const auto& [b, e] : spans) {
+    if (!out.empty() && b <= out.back().second) {
+      out.back().second = std::max(out.back().second, e);
+    } else {
+      out.emplace_back(b, e);
+    }
+  }
+  return out;
+}
+
+Time total_length(const Spans& merged) {
+  Time t;
+  for (const auto& [b, e] : merged) {
+    t += e - b;
+  }
+  return t;
+}
+
+// Length of the intersection of two merged interval lists.
+Time overlap_length(const Spans& a, const Spans& b) {
+  Time t;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    const Time lo = std::max(a[i].first, b[j].first);
+    const Time hi = std::min(a[i].second, b[j].second);
+    if (lo < hi) {
+      t += hi - lo;
+    }
+    (a[i].second < b[j].second ? i : j) += 1;
+  }
+  return t;
+}
+
+WorkFigures work_figures(const traces::Workload& w, const SimResult& r) {
+  WorkFigures f;
+  double compute_sum = 0;
+  double exposed_sum = 0;
+  Spans compute;
+  Spans comm;
+  for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
+    compute.clear();
+    comm.clear();
+    for (traces::StreamId sid = w.first_stream(rank); sid < w.last_stream(rank); ++sid) {
+      const traces::Stream& st = w.stream(sid);
+      for (traces::OpId op = st.first_op; op < st.first_op + st.op_count; ++op) {
+        const traces::OpKind k = w.kind(op);
+        const traces::OpTimes& t = r.ops[op];
+        if (traces::is_comm(k)) {
+          f.comm_bytes[static_cast<std::size_t>(k)] += static_cast<double>(w.bytes(op));
+          if (t.end > t.start) {
+            comm.emplace_back(t.start, t.end);
+          }
+        } else if (k == traces::OpKind::kCompute) {
+          if (const traces::ComputeShape* s = w.compute_shape(op)) {
+            if (s->cls == traces::ComputeClass::kGemm ||
+                s->cls == traces::ComputeClass::kAttention) {
+              f.flops += s->flops;
+            }
+          }
+          if (t.end > t.start) {
+            compute.emplace_back(t.start, t.end);
+          }
+        }
+      }
+    }
+    const Spans c = merge(std::move(compute));
+    const Spans m = merge(std::move(comm));
+    const Time exposed = total_length(m) - overlap_length(m, c);
+    compute_sum += static_cast<double>(total_length(c).count_ns());
+    exposed_sum += static_cast<double>(exposed.count_ns());
+    f.exposed_comm_max = std::max(f.exposed_comm_max, exposed);
+    compute = Spans();
+    comm = Spans();
+  }
+  const double n = std::max<double>(1, w.rank_count());
+  f.compute_mean = Time::ns(std::llround(compute_sum / n));
+  f.exposed_comm_mean = Time::ns(std::llround(exposed_sum / n));
+  return f;
+}
+
+}  // namespace
+
 StepStats summarize(const traces::Workload& w, const SimResult& r) {
   StepStats s;
   s.step_time = r.step_time;
@@ -112,30 +204,11 @@ StepStats summarize(const traces::Workload& w, const SimResult& r) {
       }
       ss.idle = s.step_time - ss.busy;
     }
-    // Union of the rank's busy intervals.
-    std::sort(spans.begin(), spans.end());
-    Time busy;
-    Time cur_begin;
-    Time cur_end;
-    bool open = false;
-    for (const auto& [b, e] : spans) {
-      if (open && b <= cur_end) {
-        cur_end = std::max(cur_end, e);
-        continue;
-      }
-      if (open) {
-        busy += cur_end - cur_begin;
-      }
-      cur_begin = b;
-      cur_end = e;
-      open = true;
-    }
-    if (open) {
-      busy += cur_end - cur_begin;
-    }
+    const Time busy = total_length(merge(spans));
     s.ranks[rank] = RankStats{busy, s.step_time - busy};
   }
   s.overlap = find_overlap_groups(w, r);
+  s.work = work_figures(w, r);
   return s;
 }
 

@@ -114,7 +114,7 @@ std::size_t Workload::memory_bytes() const {
     total += s.name.capacity();
   }
   for (const Group& g : groups_) {
-    total += vec(g.ranks) + g.name.capacity();
+    total += vec(g.ranks) + vec(g.gpus) + g.name.capacity();
   }
   return total;
 }
@@ -125,7 +125,8 @@ WorkloadBuilder::WorkloadBuilder(std::uint32_t rank_count) : rank_count_(rank_co
   }
 }
 
-GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks) {
+GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks,
+                                   std::vector<std::uint32_t> gpus) {
   for (const Group& g : groups_) {
     if (g.name == name) {
       throw Error(fmt::format("group '{}' is defined twice", name));
@@ -145,7 +146,20 @@ GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks) {
       throw Error(fmt::format("group '{}' lists rank {} twice", name, sorted[i]));
     }
   }
-  groups_.push_back(Group{std::move(name), std::move(ranks)});
+  if (!gpus.empty()) {
+    if (gpus.size() < ranks.size()) {
+      throw Error(
+          fmt::format("group '{}' spans {} GPUs but has {} ranks: 'gpus' must list at "
+                      "least as many",
+                      name, gpus.size(), ranks.size()));
+    }
+    std::vector<std::uint32_t> g = gpus;
+    std::sort(g.begin(), g.end());
+    if (std::adjacent_find(g.begin(), g.end()) != g.end()) {
+      throw Error(fmt::format("group '{}' lists a GPU twice in 'gpus'", name));
+    }
+  }
+  groups_.push_back(Group{std::move(name), std::move(ranks), std::move(gpus)});
   return static_cast<GroupId>(groups_.size() - 1);
 }
 

@@ -160,11 +160,30 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
     }
     for (const auto& [name, members] : it->items()) {
       Ctx gctx{source, fmt::format("groups.{}", name)};
-      if (!members.is_array()) {
-        gctx.fail(fmt::format("must be an array of ranks, got {}", type_of(members)));
+      // [ranks], or {"ranks": [...], "gpus": [...]} for a communicator of a folded workload.
+      const json* rank_list = &members;
+      std::vector<std::uint32_t> gpus;
+      if (members.is_object()) {
+        check_keys(gctx, members, {"ranks", "gpus"});
+        rank_list = &require(gctx, members, "ranks");
+        if (auto g = members.find("gpus"); g != members.end()) {
+          if (!g->is_array()) {
+            gctx.fail(fmt::format("'gpus' must be an array of GPU numbers, got {}", type_of(*g)));
+          }
+          for (const json& v : *g) {
+            const std::int64_t gpu = get_nonneg_int(gctx, v, "gpus");
+            if (gpu > std::int64_t{1} << 31) {
+              gctx.fail(fmt::format("GPU {} is out of range", gpu));
+            }
+            gpus.push_back(static_cast<std::uint32_t>(gpu));
+          }
+        }
+      }
+      if (!rank_list->is_array()) {
+        gctx.fail(fmt::format("must be an array of ranks, got {}", type_of(*rank_list)));
       }
       std::vector<Rank> rs;
-      for (const json& r : members) {
+      for (const json& r : *rank_list) {
         const std::int64_t v = get_nonneg_int(gctx, r, "rank");
         if (v >= nranks) {
           gctx.fail(
@@ -173,7 +192,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         rs.push_back(static_cast<Rank>(v));
       }
       try {
-        b.add_group(name, std::move(rs));
+        b.add_group(name, std::move(rs), std::move(gpus));
       } catch (const Error& e) {
         gctx.fail(e.what());
       }
@@ -445,8 +464,13 @@ void write_workload_json(const Workload& w, std::ostream& out) {
   out << " \"groups\": {";
   for (std::size_t g = 0; g < w.groups().size(); ++g) {
     const Group& grp = w.groups()[g];
-    out << (g ? ",\n  " : "\n  ") << q(grp.name) << ": ["
-        << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "]";
+    out << (g ? ",\n  " : "\n  ") << q(grp.name) << ": ";
+    if (grp.gpus.empty()) {
+      out << "[" << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "]";
+    } else {
+      out << "{\"ranks\": [" << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "], \"gpus\": ["
+          << fmt::format("{}", fmt::join(grp.gpus, ", ")) << "]}";
+    }
   }
   out << (w.groups().empty() ? "},\n" : "\n },\n");
   out << " \"ranks\": [";

@@ -25,6 +25,7 @@ struct Measured {
 struct GpuParams {
   Measured sms;          // streaming multiprocessors
   Measured hbm_GBps;     // peak HBM bandwidth
+  Measured memory_GB;    // device memory (1 GB = 1e9 bytes)
   Measured bf16_TFLOPS;  // dense tensor-core peak
   Measured fp32_TFLOPS;  // non-tensor FP32 peak
   Measured l2_MiB;

@@ -1,6 +1,7 @@
 // Per-rank, per-stream and per-overlap-group statistics of a finished simulation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -69,11 +70,23 @@ struct OverlapStats {
 // One sort and one sweep per rank: O(n log n) in the rank's op count, memory linear in the ops.
 OverlapStats find_overlap_groups(const traces::Workload& w, const SimResult& r);
 
+// What the step did, summed from its ops (any workload): model FLOPs (GEMM and attention
+// kernels with a compute shape), bytes per communication kind, and per rank the time some
+// compute op ran and the time some communication ran while no compute did (exposed).
+struct WorkFigures {
+  double flops = 0;
+  std::array<double, traces::kOpKindCount> comm_bytes{};
+  Time compute_mean;       // mean over ranks of the union of compute ops' running intervals
+  Time exposed_comm_mean;  // mean over ranks of communication time not hidden under compute
+  Time exposed_comm_max;
+};
+
 struct StepStats {
   Time step_time;
   std::vector<RankStats> ranks;      // by rank
   std::vector<StreamStats> streams;  // by StreamId
   OverlapStats overlap;
+  WorkFigures work;
 };
 
 StepStats summarize(const traces::Workload& w, const SimResult& r);

@@ -59,6 +59,12 @@ inline constexpr std::int64_t kNoDuration = -1;
 struct Group {
   std::string name;
   std::vector<Rank> ranks;  // in communicator order (rank i of the communicator is ranks[i])
+  // The cluster GPUs the communicator spans, when they are not simply `ranks`: a folded workload
+  // simulates one representative of identical data-parallel replicas, so its data-parallel
+  // communicators span more GPUs than the ranks it holds (docs/formats/workload.md, "Folding").
+  std::vector<std::uint32_t> gpus;
+  // What the cost models should size the communicator by.
+  std::span<const std::uint32_t> cluster_gpus() const { return gpus.empty() ? ranks : gpus; }
 };
 
 struct Stream {
@@ -187,7 +193,10 @@ class WorkloadBuilder {
   explicit WorkloadBuilder(std::uint32_t rank_count);
 
   // Throws lagom::Error on a duplicate name or a rank outside [0, rank_count).
-  GroupId add_group(std::string name, std::vector<Rank> ranks);
+  // `gpus` (optional): the cluster GPUs the communicator spans, a superset of what `ranks` stand
+  // for (see Group::gpus); empty means `ranks` themselves.
+  GroupId add_group(std::string name, std::vector<Rank> ranks,
+                    std::vector<std::uint32_t> gpus = {});
   StreamId add_stream(Rank rank, std::string name);
   // `id` may be empty (a generated name is used). Ids must be unique when given.
   OpId add_op(StreamId stream, const OpSpec& spec, std::string_view id = {});

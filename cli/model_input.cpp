@@ -1,0 +1,78 @@
+// --model / --parallel / --mbs / --gbs / --seq / --precision / --overlap.
+#include "model_input.hpp"
+
+#include <fmt/format.h>
+
+#include "lagom/common/error.hpp"
+#include "lagom/models/model_spec.hpp"
+
+namespace lagom::cli {
+
+namespace po = boost::program_options;
+
+void add_model_options(po::options_description& desc, ModelOptions& opts) {
+  desc.add_options()("model", po::value(&opts.model),
+                     "generate the step from a model: zoo name (--list-models) or model JSON file")(
+      "parallel", po::value(&opts.parallel),
+      "parallelism, e.g. \"fsdp=16\", \"tp=8,dp=2\", \"ep=8\", \"tp=8,pp=4,dp=4\", with "
+      "optional sp, vpp=V, zero=Z")("mbs", po::value(&opts.mbs)->default_value(1),
+                                    "micro-batch size (sequences)")(
+      "gbs", po::value(&opts.gbs),
+      "global batch size (sequences; default: mbs x data-parallel "
+      "degree x pipeline stages, or mbs x data-parallel degree "
+      "without pipelining)")("seq", po::value(&opts.seq), "sequence length (default: the model's)")(
+      "precision", po::value(&opts.precision)->default_value("bf16"), "bf16, fp16 or fp32")(
+      "overlap", po::value(&opts.overlap)->default_value("none"),
+      "none, domino (TP communication under the other half-batch's compute) or two-batch "
+      "(expert all-to-alls under the other half-batch's compute)")(
+      "recompute", po::bool_switch(&opts.recompute),
+      "full activation recomputation: keep each layer's input only, rerun its forward before "
+      "its backward")(
+      "fold", po::bool_switch(&opts.fold),
+      "simulate one data-parallel replica for all (they behave identically; data-parallel "
+      "collectives still span every GPU): same step time, dp times fewer ranks")(
+      "list-models", "list the models in the zoo and exit");
+}
+
+models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node) {
+  if (opts.parallel.empty()) {
+    throw Error("--model needs --parallel (e.g. \"fsdp=16\" or \"tp=8,dp=2\")");
+  }
+  const models::ModelSpec model = models::load_model(opts.model);
+  const models::Parallelism par = models::parse_parallelism(opts.parallel);
+  models::TrainingConfig cfg;
+  cfg.mbs = opts.mbs;
+  cfg.seq = opts.seq;
+  if (opts.precision == "bf16" || opts.precision == "fp16") {
+    cfg.bytes_per_element = 2;
+  } else if (opts.precision == "fp32") {
+    cfg.bytes_per_element = 4;
+  } else {
+    throw Error(fmt::format("--precision '{}': expected bf16, fp16 or fp32", opts.precision));
+  }
+  if (opts.overlap == "none") {
+    cfg.overlap = models::Overlap::kNone;
+  } else if (opts.overlap == "domino") {
+    cfg.overlap = models::Overlap::kDomino;
+  } else if (opts.overlap == "two-batch") {
+    cfg.overlap = models::Overlap::kTwoBatch;
+  } else {
+    throw Error(fmt::format("--overlap '{}': expected none, domino or two-batch", opts.overlap));
+  }
+  cfg.recompute = opts.recompute;
+  cfg.fold_dp = opts.fold;
+  cfg.gbs = opts.gbs > 0 ? opts.gbs : opts.mbs * par.dense_dp() * std::max(1, par.pp);
+  if (gpus > 0 && par.world() != gpus) {
+    const int per = std::max(1, gpus_per_node);
+    throw Error(fmt::format(
+        "{} uses {} GPUs but the cluster has {}{}", models::to_string(par), par.world(), gpus,
+        par.world() % per == 0
+            ? fmt::format(" (pass --nodes {})", par.world() / per)
+            : fmt::format(": the parallel degrees multiply to {}, not a multiple of the {} GPUs "
+                          "per node",
+                          par.world(), per)));
+  }
+  return models::generate_step(model, par, cfg, opts.gpu_memory_bytes);
+}
+
+}  // namespace lagom::cli

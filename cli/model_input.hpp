@@ -1,0 +1,31 @@
+// Generated workloads on the command line: --model, --parallel, --mbs, --gbs, --seq,
+// --precision, --overlap (shared by `lagom simulate` and `lagom export`).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+
+#include "lagom/models/generator.hpp"
+
+namespace lagom::cli {
+
+struct ModelOptions {
+  std::string model;  // zoo name or JSON file
+  std::string parallel;
+  int mbs = 1;
+  int gbs = 0;
+  int seq = 0;
+  std::string precision = "bf16";
+  std::string overlap = "none";
+  bool recompute = false;
+  bool fold = false;
+  double gpu_memory_bytes = 0;  // > 0: refuse steps that do not fit
+};
+
+void add_model_options(boost::program_options::options_description& desc, ModelOptions& opts);
+
+// Loads the model and generates the step. `gpus` > 0: the step must use exactly that many GPUs
+// (the cluster's); lagom::Error otherwise, saying which --nodes would fit.
+models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node);
+
+}  // namespace lagom::cli

@@ -1,0 +1,104 @@
+// Step generators: a model, a batch and a parallelism become a Workload, op by op, the way
+// Megatron-LM / PyTorch FSDP schedule a training step (docs/models.md §8 has the schedules).
+//
+//  * Data parallelism: DDP (gradient all-reduce in buckets as backward produces them, on its own
+//    stream), ZeRO-1/2 (gradient reduce-scatter in buckets, parameter all-gather after the
+//    optimizer), FSDP / ZeRO-3 (parameter all-gather per layer prefetched one layer ahead in
+//    forward and in backward, gradient reduce-scatter per layer overlapped with backward).
+//  * Tensor parallelism (Megatron column/row parallel): an all-reduce after attention and after
+//    the MLP, forward and backward; with sequence parallelism an all-gather before and a
+//    reduce-scatter after each block instead. Domino overlap splits each micro-batch in two and
+//    runs one half's TP communication on its own stream under the other half's compute.
+//  * Pipeline parallelism: 1F1B, or interleaved 1F1B with `vpp` virtual stages per GPU;
+//    activations and gradients by send/recv (sends on their own stream, as batched isend).
+//  * Activation recomputation (optional): each layer's forward runs again before its backward.
+//  * Expert parallelism: router, all-to-all dispatch, expert MLPs, all-to-all combine; with
+//    two-batch overlap each micro-batch is split in two and one half's all-to-alls run on their
+//    own stream under the other half's compute.
+// Ranks are ordered as Megatron orders them (tp-cp-ep-dp-pp: tensor-parallel rank fastest).
+// Every compute op carries FLOPs, HBM bytes and launch geometry, so the compute model times it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lagom/models/model_spec.hpp"
+#include "lagom/traces/workload.hpp"
+
+namespace lagom::models {
+
+struct Parallelism {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;       // data-parallel replicas of the dense weights beyond expert parallelism
+  int ep = 1;       // expert parallelism (carved out of data parallelism, as in Megatron)
+  int vpp = 1;      // virtual pipeline stages per GPU (interleaved 1F1B when > 1)
+  int zero = 0;     // 0 DDP, 1 and 2 ZeRO, 3 FSDP
+  bool sp = false;  // sequence parallelism with TP
+  int world() const { return tp * pp * dp * ep; }
+  int dense_dp() const { return dp * ep; }  // replicas of non-expert weights
+};
+
+// "fsdp=16" | "tp=8,dp=2" | "ep=8" | "tp=8,pp=4,dp=4" | "tp=4,sp,pp=2,vpp=2,dp=2,zero=1";
+// fsdp=N means dp=N with zero=3. lagom::Error for unknown keys or values below 1.
+Parallelism parse_parallelism(std::string_view text);
+std::string to_string(const Parallelism& p);
+
+enum class Overlap { kNone, kDomino, kTwoBatch };
+
+struct TrainingConfig {
+  int mbs = 1;  // micro-batch size (sequences)
+  int gbs = 0;  // global batch size (sequences); a multiple of mbs * data-parallel degree
+  int seq = 0;  // sequence length; 0: the model's default
+  int bytes_per_element = 2;  // bf16/fp16 = 2, fp32 = 4
+  Overlap overlap = Overlap::kNone;
+  // Full activation recomputation (Megatron --recompute-granularity full): each layer keeps only
+  // its input and reruns its forward (with its TP communication) before its backward.
+  bool recompute = false;
+  // Fold identical data-parallel replicas: generate replica 0 only (its data-parallel
+  // communicators still span every replica's GPUs), so a 16,384-GPU step is simulated with
+  // 16,384 / dp ranks. Replicas behave identically (same program, same communicator positions),
+  // so the step time is the same; per-rank figures stand for dp GPUs each.
+  bool fold_dp = false;
+  double bucket_bytes = 25.0 * 1024 * 1024;  // DDP/ZeRO gradient bucket (PyTorch's 25 MiB)
+};
+
+// Per-GPU memory at its peak, in bytes (docs/models.md §8: mixed-precision Adam is 16 bytes per
+// parameter before sharding; activations per Korthikanti et al. with FlashAttention).
+struct MemoryEstimate {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double buffers = 0;  // CUDA context, NCCL buffers, allocator slack (a fixed estimate)
+  double total() const { return weights + gradients + optimizer + activations + buffers; }
+};
+
+struct StepFigures {
+  double flops = 0;  // model FLOPs of the whole step, all GPUs (6 N T + attention)
+  std::array<double, traces::kOpKindCount> comm_bytes{};  // per op kind, summed over ranks' ops
+  int micro_batches = 0;  // per pipeline per step (gradient accumulation steps)
+};
+
+struct GeneratedStep {
+  traces::Workload workload;
+  int folded_replicas = 1;  // GPUs each workload rank stands for (TrainingConfig::fold_dp)
+  MemoryEstimate memory;    // of the most loaded GPU (first pipeline stage)
+  StepFigures figures;
+  std::string description;  // "llama3-8b, fsdp=16, mbs 1, gbs 32, seq 8192, bf16"
+};
+
+// Checks that the parallelism fits the model and batch (degrees divide GPUs, layers, heads,
+// experts; batch sizes divide) and generates the step. lagom::Error names the rule broken.
+// `gpu_memory_bytes` > 0 also checks that the estimate fits (an error saying by how much not).
+GeneratedStep generate_step(const ModelSpec& model, const Parallelism& par,
+                            const TrainingConfig& cfg, double gpu_memory_bytes = 0);
+
+// The memory estimate alone (cheap; used by generate_step).
+MemoryEstimate estimate_memory(const ModelSpec& model, const Parallelism& par,
+                               const TrainingConfig& cfg);
+
+}  // namespace lagom::models

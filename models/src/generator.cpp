@@ -1,0 +1,897 @@
+// Step generators (see generator.hpp and docs/models.md §8).
+#include "lagom/models/generator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "lagom/common/error.hpp"
+
+namespace lagom::models {
+
+using traces::ComputeClass;
+using traces::ComputeShape;
+using traces::GroupId;
+using traces::OpId;
+using traces::OpKind;
+using traces::OpSpec;
+using traces::Rank;
+using traces::StreamId;
+
+namespace {
+
+// Megatron pads the vocabulary to a multiple of 128 x tp (--make-vocab-size-divisible-by 128) so
+// that every tensor-parallel shard of the embedding and the output layer is equal.
+double padded_vocab(const ModelSpec& m, const Parallelism& p) {
+  const double unit = 128.0 * p.tp;
+  return std::ceil(m.vocab / unit) * unit;
+}
+
+// --- Kernels -----------------------------------------------------------------------------------
+
+struct Kernel {
+  ComputeShape shape;
+  double bytes = 0;
+};
+
+// A bf16 GEMM C[m,n] = A[m,k] B[k,n] as cuBLAS runs it: 128 x 128 output tiles, one CTA per SM.
+Kernel gemm(double m, double n, double k, int bpe) {
+  Kernel g;
+  g.shape.flops = 2.0 * m * n * k;
+  g.shape.blocks =
+      static_cast<std::int32_t>(std::min(1e9, std::ceil(m / 128.0) * std::ceil(n / 128.0)));
+  g.shape.blocks_per_sm = 1;
+  g.shape.cls = ComputeClass::kGemm;
+  g.bytes = bpe * (m * k + k * n + m * n);
+  return g;
+}
+
+// A streaming kernel over `elems` values: reads `reads` and writes `writes` tensors of them.
+Kernel stream(ComputeClass cls, double elems, double flops_per_elem, int reads, int writes,
+              int bpe) {
+  Kernel e;
+  e.shape.flops = flops_per_elem * elems;
+  e.shape.blocks = static_cast<std::int32_t>(std::min(1e9, std::ceil(elems / 2048.0)));
+  e.shape.cls = cls;
+  e.bytes = static_cast<double>(bpe) * elems * (reads + writes);
+  return e;
+}
+
+// FlashAttention over `seqs` sequences of `seq` tokens, `heads` heads of width `hd` (forward:
+// QK^T and PV, 4 * seq^2 * hd FLOPs per head and sequence, non-causal as the MFU convention).
+Kernel attention(double seqs, double seq, double heads, double hd, int bpe, double scale) {
+  Kernel a;
+  a.shape.flops = scale * 4.0 * seqs * seq * seq * heads * hd;
+  a.shape.blocks = static_cast<std::int32_t>(std::min(1e9, std::ceil(seq / 128.0) * seqs * heads));
+  a.shape.blocks_per_sm = 1;
+  a.shape.cls = ComputeClass::kAttention;
+  a.bytes = scale * 4.0 * bpe * seqs * seq * heads * hd;  // q, k, v, o
+  return a;
+}
+
+// Backward of a GEMM: the input gradient (dgrad) and the weight gradient (wgrad).
+std::pair<Kernel, Kernel> gemm_backward(double m, double n, double k, int bpe) {
+  return {gemm(m, k, n, bpe), gemm(k, n, m, bpe)};
+}
+
+// --- Blocks ------------------------------------------------------------------------------------
+
+// A communication that follows a block of kernels and that the next block waits for.
+struct Comm {
+  OpKind kind = OpKind::kAllReduce;
+  GroupId group = traces::kNoGroup;
+  double bytes = 0;
+};
+
+struct Block {
+  std::vector<Kernel> kernels;
+  std::optional<Comm> comm;
+};
+
+// --- The generator ----------------------------------------------------------------------------
+
+class Generator {
+ public:
+  Generator(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c)
+      : m_(m),
+        p_(p),
+        c_(c),
+        fold_(c.fold_dp ? p.dp : 1),
+        b_(static_cast<std::uint32_t>(p.world() / (c.fold_dp ? p.dp : 1))) {
+    seq_ = c.seq > 0 ? c.seq : m.seq_len;
+    bpe_ = c.bytes_per_element;
+    splits_ = c.overlap == Overlap::kNone ? 1 : 2;
+    micro_ = c.gbs / (c.mbs * p.dense_dp());
+    hd_ = m.head_dim > 0 ? m.head_dim : m.hidden / m.heads;
+    vocab_ = padded_vocab(m, p);
+    plan_stages();
+  }
+
+  GeneratedStep run() {
+    make_groups();
+    for (int r = 0; r < p_.world() / fold_; ++r) {
+      emit_rank(r);
+    }
+    GeneratedStep out;
+    out.figures = figures_;
+    out.folded_replicas = fold_;
+    out.figures.micro_batches = micro_;
+    out.workload = std::move(b_).build("generated step");
+    return out;
+  }
+
+ private:
+  // Virtual stage v holds layers [first_layer_[v], first_layer_[v + 1]).
+  void plan_stages() {
+    const int stages = p_.pp * p_.vpp;
+    const int per = (m_.layers + stages - 1) / stages;
+    const int missing = per * stages - m_.layers;
+    first_layer_.assign(static_cast<std::size_t>(stages) + 1, 0);
+    for (int v = 0; v < stages; ++v) {
+      int n = per;
+      // Llama 3's balancing: the first and the last stage (which also hold the embedding and
+      // the output head) give up a layer each.
+      if (missing >= 1 && v == 0) {
+        n -= 1;
+      }
+      if (missing >= 2 && v == stages - 1) {
+        n -= 1;
+      }
+      first_layer_[static_cast<std::size_t>(v) + 1] = first_layer_[static_cast<std::size_t>(v)] + n;
+    }
+  }
+
+  // A GPU's place in the parallel layout. `r` below is a workload rank: with folding, the
+  // workload holds data-parallel replica 0 only and rank r stands for all its replicas.
+  struct Coord {
+    int tp, ep, dp, pp;
+  };
+  Coord coord(int r) const {
+    const int dp = fold_ > 1 ? 1 : p_.dp;
+    return Coord{r % p_.tp, (r / p_.tp) % p_.ep, (r / (p_.tp * p_.ep)) % dp,
+                 r / (p_.tp * p_.ep * dp)};
+  }
+  // The cluster GPU (Megatron order tp-cp-ep-dp-pp) and the workload rank of a layout position.
+  int gpu_of(const Coord& c) const { return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp)); }
+  int rank_of(const Coord& c) const {
+    const int dp = fold_ > 1 ? 1 : p_.dp;
+    return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + dp * c.pp));
+  }
+
+  // One communicator per set of GPUs that vary only along `vary`'s axis. Workload members are
+  // the positions that are simulated (replica 0 when folding); `gpus` all of them.
+  template <typename Vary>
+  void build_groups(std::vector<GroupId>& of, const char* prefix, Vary vary, int size) {
+    if (size <= 1) {
+      return;
+    }
+    const int nranks = p_.world() / fold_;
+    int next = 0;
+    for (int r = 0; r < nranks; ++r) {
+      if (of[static_cast<std::size_t>(r)] != traces::kNoGroup) {
+        continue;
+      }
+      std::vector<Rank> members;
+      std::vector<std::uint32_t> gpus;
+      for (int i = 0; i < size; ++i) {
+        const Coord c = vary(coord(r), i);
+        gpus.push_back(static_cast<std::uint32_t>(gpu_of(c)));
+        if (fold_ == 1 || c.dp == 0) {
+          members.push_back(static_cast<Rank>(rank_of(c)));
+        }
+      }
+      if (fold_ == 1) {
+        gpus.clear();  // the ranks are the GPUs
+      }
+      const GroupId g = b_.add_group(fmt::format("{}{}", prefix, next++), members, gpus);
+      for (Rank m : members) {
+        of[m] = g;
+      }
+    }
+  }
+
+  void make_groups() {
+    const auto nranks = static_cast<std::size_t>(p_.world() / fold_);
+    tp_group_.assign(nranks, traces::kNoGroup);
+    dp_group_ = tp_group_;
+    ep_group_ = tp_group_;
+    edp_group_ = tp_group_;
+    build_groups(
+        tp_group_, "tp",
+        [](Coord c, int i) {
+          c.tp = i;
+          return c;
+        },
+        p_.tp);
+    build_groups(
+        ep_group_, "ep",
+        [](Coord c, int i) {
+          c.ep = i;
+          return c;
+        },
+        p_.ep);
+    build_groups(
+        edp_group_, "edp",
+        [](Coord c, int i) {
+          c.dp = i;
+          return c;
+        },
+        p_.dp);
+    // Dense data parallelism spans the expert-parallel and data-parallel coordinates.
+    build_groups(
+        dp_group_, "dp",
+        [this](Coord c, int i) {
+          c.ep = i % p_.ep;
+          c.dp = i / p_.ep;
+          return c;
+        },
+        p_.dense_dp());
+    // Folded pipelines send between stages on two-rank communicators that carry the GPUs.
+    if (fold_ > 1 && p_.pp > 1) {
+      pp_pair_.assign(nranks, {traces::kNoGroup, traces::kNoGroup});
+      int next = 0;
+      for (std::size_t r = 0; r < nranks; ++r) {
+        Coord a = coord(static_cast<int>(r));
+        Coord b = a;
+        b.pp = (a.pp + 1) % p_.pp;
+        const auto rb = static_cast<std::size_t>(rank_of(b));
+        const GroupId g = b_.add_group(
+            fmt::format("pp{}", next++), {static_cast<Rank>(r), static_cast<Rank>(rb)},
+            {static_cast<std::uint32_t>(gpu_of(a)), static_cast<std::uint32_t>(gpu_of(b))});
+        pp_pair_[r][1] = g;   // to the next stage
+        pp_pair_[rb][0] = g;  // from the previous stage
+      }
+    }
+  }
+
+  // --- Emission helpers ------------------------------------------------------------------------
+
+  OpId add_kernel(StreamId s, const Kernel& k) {
+    const OpId op = b_.add_op(s, OpSpec{OpKind::kCompute, static_cast<std::int64_t>(k.bytes),
+                                        traces::kNoGroup, traces::kNoPeer, traces::kNoDuration});
+    b_.set_compute_shape(op, k.shape);
+    if (k.shape.cls == ComputeClass::kGemm || k.shape.cls == ComputeClass::kAttention) {
+      figures_.flops += k.shape.flops;
+    }
+    return op;
+  }
+
+  OpId add_comm(StreamId s, OpKind kind, GroupId g, double bytes, std::int32_t peer = -1) {
+    const auto b = static_cast<std::int64_t>(std::max(1.0, std::round(bytes)));
+    figures_.comm_bytes[static_cast<std::size_t>(kind)] += static_cast<double>(b);
+    return b_.add_op(s, OpSpec{kind, b, g, peer, traces::kNoDuration});
+  }
+
+  // --- One layer's blocks ----------------------------------------------------------------------
+
+  // Forward blocks of layer l for `tokens` tokens (`seqs` sequences) on one GPU.
+  std::vector<Block> forward_blocks(int l, double seqs, int rank) const {
+    const double tokens = seqs * seq_;
+    const double h = m_.hidden;
+    const double tp = p_.tp;
+    const GroupId tpg = tp_group_[static_cast<std::size_t>(rank)];
+    const double act_bytes = tokens * h * bpe_;
+    auto tp_reduce = [&]() -> std::optional<Comm> {
+      if (p_.tp == 1) {
+        return std::nullopt;
+      }
+      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes};
+    };
+    auto sp_gather = [&]() -> std::optional<Comm> {
+      if (p_.tp == 1 || !p_.sp) {
+        return std::nullopt;
+      }
+      return Comm{OpKind::kAllGather, tpg, act_bytes};
+    };
+    const double norm_tokens = p_.sp ? tokens / tp : tokens;
+    std::vector<Block> blocks;
+    // Attention.
+    blocks.push_back({{stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_)}, sp_gather()});
+    const double q_heads = m_.heads / tp;
+    const double kv = std::max(1.0, m_.kv_heads / tp);
+    Block attn;
+    attn.kernels.push_back(gemm(tokens, (q_heads + 2 * kv) * hd_, h, bpe_));
+    attn.kernels.push_back(attention(seqs, seq_, q_heads, hd_, bpe_, 1.0));
+    attn.kernels.push_back(gemm(tokens, h, q_heads * hd_, bpe_));
+    attn.comm = m_.parallel_attn_mlp ? std::nullopt : tp_reduce();
+    blocks.push_back(attn);
+    // MLP or experts.
+    if (!m_.parallel_attn_mlp) {
+      blocks.push_back(
+          {{stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_)}, sp_gather()});
+    }
+    const double gate = m_.gated_mlp ? 2.0 : 1.0;
+    if (!m_.layer_is_moe(l)) {
+      const double f = m_.ffn_hidden / tp;
+      Block mlp;
+      mlp.kernels.push_back(gemm(tokens, gate * f, h, bpe_));
+      mlp.kernels.push_back(
+          stream(ComputeClass::kElementwise, tokens * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_));
+      mlp.kernels.push_back(gemm(tokens, h, f, bpe_));
+      mlp.comm = tp_reduce();
+      blocks.push_back(mlp);
+    } else {
+      const GroupId epg = ep_group_[static_cast<std::size_t>(rank)];
+      const double routed = tokens * m_.top_k;  // token-expert pairs this GPU sends
+      Block router;
+      router.kernels.push_back(gemm(tokens, m_.experts, h, bpe_));
+      if (p_.ep > 1) {
+        router.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_};
+      }
+      blocks.push_back(router);
+      // Balanced routing: this GPU's experts receive as many token-expert pairs as it sent.
+      const double f = m_.moe_ffn_hidden / tp;
+      Block experts;
+      experts.kernels.push_back(gemm(routed, gate * f, h, bpe_));
+      experts.kernels.push_back(
+          stream(ComputeClass::kElementwise, routed * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_));
+      experts.kernels.push_back(gemm(routed, h, f, bpe_));
+      if (m_.shared_experts > 0) {
+        const double sf = m_.shared_experts * m_.moe_ffn_hidden / tp;
+        experts.kernels.push_back(gemm(tokens, gate * sf, h, bpe_));
+        experts.kernels.push_back(stream(ComputeClass::kElementwise, tokens * sf, 8,
+                                         1 + (m_.gated_mlp ? 1 : 0), 1, bpe_));
+        experts.kernels.push_back(gemm(tokens, h, sf, bpe_));
+      }
+      if (p_.ep > 1) {
+        experts.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_};
+      }
+      blocks.push_back(experts);
+      if (p_.tp > 1) {
+        blocks.push_back({{}, tp_reduce()});
+      }
+    }
+    return blocks;
+  }
+
+  // Backward blocks: the forward blocks in reverse, each kernel's backward (a GEMM's input and
+  // weight gradients, attention's backward at twice its forward, streaming kernels twice), each
+  // followed by the same communication (all-gather and reduce-scatter swap under SP).
+  std::vector<Block> backward_blocks(int l, double seqs, int rank) const {
+    std::vector<Block> fwd = forward_blocks(l, seqs, rank);
+    std::vector<Block> bwd;
+    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+      Block b;
+      for (auto k = it->kernels.rbegin(); k != it->kernels.rend(); ++k) {
+        if (k->shape.cls == ComputeClass::kGemm) {
+          // Recover m, n, k from the forward GEMM: flops = 2mnk; keep the FLOPs and tiles.
+          Kernel dgrad = *k;
+          Kernel wgrad = *k;
+          wgrad.shape.blocks = std::max(1, k->shape.blocks);
+          b.kernels.push_back(dgrad);
+          b.kernels.push_back(wgrad);
+        } else if (k->shape.cls == ComputeClass::kAttention) {
+          Kernel a = *k;
+          a.shape.flops *= 2.0;
+          a.bytes *= 2.0;
+          b.kernels.push_back(a);
+        } else {
+          Kernel e = *k;
+          e.bytes *= 1.5;  // reads the saved input and the output gradient, writes one
+          b.kernels.push_back(e);
+        }
+      }
+      if (it->comm) {
+        Comm c = *it->comm;
+        if (c.kind == OpKind::kAllGather) {
+          c.kind = OpKind::kReduceScatter;
+        } else if (c.kind == OpKind::kReduceScatter) {
+          c.kind = OpKind::kAllGather;
+        }
+        b.comm = c;
+      }
+      bwd.push_back(std::move(b));
+    }
+    return bwd;
+  }
+
+  // --- Per rank --------------------------------------------------------------------------------
+
+  struct RankStreams {
+    StreamId compute = 0;
+    StreamId side = 0;   // TP (Domino) or EP (two-batch) communication
+    StreamId dp_ag = 0;  // parameter all-gathers (FSDP, ZeRO)
+    StreamId dp_rs = 0;  // gradient reduce-scatters / all-reduces
+    StreamId pp = 0;     // pipeline sends
+  };
+
+  // Emits `blocks` for `splits_` parts of the micro-batch on the compute stream; a block's
+  // communication blocks the next block of the same part. Without overlap it runs on the compute
+  // stream itself; with overlap on the side stream, under the other part's compute. Returns the
+  // last compute op of every part (and keeps `wait` as the communication each part waits for).
+  OpId emit_blocks(const RankStreams& s, const std::vector<Block>& blocks,
+                   std::vector<std::optional<OpId>>& wait) {
+    OpId last = 0;
+    for (const Block& blk : blocks) {
+      for (int part = 0; part < splits_; ++part) {
+        std::optional<OpId> first;
+        for (const Kernel& k : blk.kernels) {
+          const OpId op = add_kernel(s.compute, k);
+          if (!first) {
+            first = op;
+          }
+          last = op;
+        }
+        if (first && wait[static_cast<std::size_t>(part)]) {
+          b_.add_dep(*first, *wait[static_cast<std::size_t>(part)]);
+          wait[static_cast<std::size_t>(part)].reset();
+        }
+        if (blk.comm && blk.comm->group != traces::kNoGroup) {
+          if (splits_ == 1) {
+            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, blk.comm->bytes);
+          } else {
+            const OpId c = add_comm(s.side, blk.comm->kind, blk.comm->group, blk.comm->bytes);
+            b_.add_dep(c, last);
+            if (wait[static_cast<std::size_t>(part)]) {
+              b_.add_dep(c, *wait[static_cast<std::size_t>(part)]);
+              wait[static_cast<std::size_t>(part)].reset();
+            }
+            wait[static_cast<std::size_t>(part)] = c;
+          }
+        }
+      }
+    }
+    return last;
+  }
+
+  double layer_params(int l) const {
+    const double dense = m_.attention_params() + 2.0 * m_.hidden;  // + norms
+    double mlp = 0;
+    if (!m_.layer_is_moe(l)) {
+      mlp = m_.dense_mlp_params();
+    } else {
+      mlp = m_.expert_params() * m_.experts / p_.ep + m_.expert_params() * m_.shared_experts +
+            m_.hidden * m_.experts;
+    }
+    return (dense + mlp) / p_.tp;
+  }
+
+  void emit_rank(int r) {
+    const Coord c = coord(r);
+    const auto rank = static_cast<Rank>(r);
+    RankStreams s;
+    s.compute = b_.add_stream(rank, "compute");
+    if (splits_ > 1) {
+      s.side = b_.add_stream(rank, c_.overlap == Overlap::kDomino ? "tp" : "ep");
+    }
+    const bool dp_comm = p_.dense_dp() > 1;
+    if (dp_comm) {
+      s.dp_ag = b_.add_stream(rank, "dp_allgather");
+      s.dp_rs = b_.add_stream(rank, "dp_reduce");
+    }
+    if (p_.pp > 1) {
+      s.pp = b_.add_stream(rank, "pp_send");
+    }
+    const double seqs_total = c_.mbs;
+    const double seqs = seqs_total / splits_;
+    const int stages = p_.pp * p_.vpp;
+    const double act_bytes = c_.mbs * seq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
+
+    // The 1F1B order of (forward?, micro-batch, chunk) units on this stage.
+    struct Unit {
+      bool fwd;
+      int mb;
+      int chunk;
+    };
+    std::vector<Unit> order;
+    const int total = micro_ * p_.vpp;
+    auto unit = [&](bool fwd, int k) {
+      const int chunk_raw = (k / p_.pp) % p_.vpp;
+      return Unit{fwd, (k / (p_.pp * p_.vpp)) * p_.pp + k % p_.pp,
+                  fwd ? chunk_raw : p_.vpp - 1 - chunk_raw};
+    };
+    int warmup = p_.vpp == 1 ? p_.pp - c.pp - 1 : (p_.pp - c.pp - 1) * 2 + (p_.vpp - 1) * p_.pp;
+    warmup = std::min(warmup, total);
+    for (int k = 0; k < warmup; ++k) {
+      order.push_back(unit(true, k));
+    }
+    for (int k = 0; k < total - warmup; ++k) {
+      order.push_back(unit(true, warmup + k));
+      order.push_back(unit(false, k));
+    }
+    for (int k = total - warmup; k < total; ++k) {
+      order.push_back(unit(false, k));
+    }
+
+    const GroupId dpg = dp_group_[static_cast<std::size_t>(r)];
+    const bool fsdp = p_.zero == 3 && dp_comm;
+    double bucket = 0;
+    std::optional<OpId> last_bwd;
+    std::vector<std::optional<OpId>> wait(static_cast<std::size_t>(splits_));
+    std::optional<OpId> prefetch_dep;  // FSDP: an all-gather waits for the layer before last
+
+    auto next_rank = [&](int dir) {
+      Coord o = c;
+      o.pp = (c.pp + dir + p_.pp) % p_.pp;
+      return rank_of(o);
+    };
+    // The communicator of a pipeline transfer: none (the two ranks) unless folded.
+    auto pp_group = [&](int dir) {
+      return pp_pair_.empty() ? traces::kNoGroup
+                              : pp_pair_[static_cast<std::size_t>(r)][dir > 0 ? 1 : 0];
+    };
+    for (const Unit& u : order) {
+      const int v = u.chunk * p_.pp + c.pp;  // virtual stage
+      const int l0 = first_layer_[static_cast<std::size_t>(v)];
+      const int l1 = first_layer_[static_cast<std::size_t>(v) + 1];
+      if (u.fwd) {
+        if (v > 0) {
+          add_comm(s.compute, OpKind::kRecv, pp_group(-1), act_bytes, next_rank(-1));
+        } else {
+          add_kernel(s.compute,
+                     stream(ComputeClass::kElementwise, c_.mbs * seq_ * m_.hidden, 0, 1, 1, bpe_));
+        }
+        for (int l = l0; l < l1; ++l) {
+          std::optional<OpId> gather;
+          if (fsdp) {
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, layer_params(l) * bpe_);
+            if (prefetch_dep) {
+              b_.add_dep(*gather, *prefetch_dep);
+            }
+          }
+          std::vector<Block> blocks = forward_blocks(l, seqs, r);
+          const OpId first_kernel = add_kernel(
+              s.compute, stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1,
+                                bpe_));  // residual add
+          if (gather) {
+            b_.add_dep(first_kernel, *gather);
+          }
+          const OpId end = emit_blocks(s, blocks, wait);
+          prefetch_dep = fsdp ? std::optional<OpId>(first_kernel) : std::nullopt;
+          (void)end;
+        }
+        for (auto& w : wait) {
+          if (w) {
+            // The last part's communication must land before the activations leave.
+            b_.add_dep(marker(s.compute), *w);
+            w.reset();
+          }
+        }
+        if (v == stages - 1) {
+          const double tokens = c_.mbs * seq_;
+          add_kernel(s.compute, stream(ComputeClass::kNorm, tokens * m_.hidden, 5, 1, 1, bpe_));
+          add_kernel(s.compute, gemm(tokens, vocab_ / p_.tp, m_.hidden, bpe_));
+          add_kernel(s.compute,
+                     stream(ComputeClass::kElementwise, tokens * vocab_ / p_.tp, 5, 1, 1, bpe_));
+        } else {
+          const OpId producer = marker(s.compute);
+          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(+1), act_bytes, next_rank(+1));
+          b_.add_dep(send, producer);
+        }
+      } else {
+        const bool last_mb = u.mb == micro_ - 1;
+        if (v < stages - 1) {
+          add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes, next_rank(+1));
+        } else {
+          const double tokens = c_.mbs * seq_;
+          auto [dgrad, wgrad] = gemm_backward(tokens, vocab_ / p_.tp, m_.hidden, bpe_);
+          add_kernel(s.compute, dgrad);
+          add_kernel(s.compute, wgrad);
+        }
+        for (int l = l1 - 1; l >= l0; --l) {
+          std::optional<OpId> gather;
+          if (fsdp) {
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, layer_params(l) * bpe_);
+            if (prefetch_dep) {
+              b_.add_dep(*gather, *prefetch_dep);
+            }
+          }
+          const OpId first_kernel = add_kernel(
+              s.compute,
+              stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1, bpe_));
+          if (gather) {
+            b_.add_dep(first_kernel, *gather);
+          }
+          if (c_.recompute) {
+            emit_blocks(s, forward_blocks(l, seqs, r), wait);
+          }
+          const OpId end = emit_blocks(s, backward_blocks(l, seqs, r), wait);
+          for (auto& w : wait) {
+            if (w) {
+              b_.add_dep(marker(s.compute), *w);
+              w.reset();
+            }
+          }
+          prefetch_dep = fsdp ? std::optional<OpId>(first_kernel) : std::nullopt;
+          last_bwd = end;
+          if (fsdp) {
+            const OpId rs = add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, layer_params(l) * bpe_);
+            b_.add_dep(rs, end);
+          } else if (dp_comm && last_mb) {
+            // DDP / ZeRO-1/2: gradients leave in buckets as backward produces them.
+            bucket += layer_params(l) * bpe_;
+            if (bucket >= c_.bucket_bytes || l == l0) {
+              const OpId red = p_.zero == 0
+                                   ? add_comm(s.dp_rs, OpKind::kAllReduce, dpg, bucket)
+                                   : add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, bucket);
+              b_.add_dep(red, end);
+              bucket = 0;
+            }
+          }
+        }
+        if (v > 0) {
+          const OpId producer = marker(s.compute);
+          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(-1), act_bytes, next_rank(-1));
+          b_.add_dep(send, producer);
+        } else {
+          add_kernel(s.compute,
+                     stream(ComputeClass::kElementwise, c_.mbs * seq_ * m_.hidden, 0, 1, 1, bpe_));
+        }
+      }
+    }
+    // Optimizer over this GPU's (shard of the) parameters, after its gradients are reduced.
+    double local = 0;
+    for (int ch = 0; ch < p_.vpp; ++ch) {
+      const int v = ch * p_.pp + c.pp;
+      for (int l = first_layer_[static_cast<std::size_t>(v)];
+           l < first_layer_[static_cast<std::size_t>(v) + 1]; ++l) {
+        local += layer_params(l);
+      }
+    }
+    const double shard = p_.zero >= 1 ? local / p_.dense_dp() : local;
+    const OpId opt = add_kernel(s.compute, stream(ComputeClass::kOptimizer, shard, 12, 9, 5, 2));
+    if (dp_comm) {
+      // Waits for every gradient reduction this rank issued (the dp_reduce stream's last op).
+      const OpId fence = marker(s.dp_rs);
+      b_.add_dep(opt, fence);
+      if (p_.zero == 1 || p_.zero == 2) {
+        const OpId ag = add_comm(s.dp_ag, OpKind::kAllGather, dpg, local * bpe_);
+        b_.add_dep(ag, opt);
+      }
+    }
+  }
+
+  // A zero-duration marker on stream `s`: a point later ops can wait for (or that waits).
+  OpId marker(StreamId s) {
+    return b_.add_op(s, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, 0});
+  }
+
+  const ModelSpec& m_;
+  Parallelism p_;
+  TrainingConfig c_;
+  int fold_ = 1;  // data-parallel replicas each workload rank stands for
+  traces::WorkloadBuilder b_;
+  int seq_ = 0;
+  int bpe_ = 2;
+  int splits_ = 1;
+  int micro_ = 1;
+  double hd_ = 0;
+  double vocab_ = 0;
+  std::vector<int> first_layer_;
+  std::vector<GroupId> tp_group_, dp_group_, ep_group_, edp_group_;
+  std::vector<std::array<GroupId, 2>> pp_pair_;  // folded only: [from previous, to next]
+  StepFigures figures_;
+};
+
+}  // namespace
+
+Parallelism parse_parallelism(std::string_view text) {
+  Parallelism p;
+  std::string s(text);
+  std::size_t pos = 0;
+  bool any = false;
+  while (pos <= s.size()) {
+    const std::size_t comma = s.find(',', pos);
+    const std::string item =
+        s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? s.size() + 1 : comma + 1;
+    if (item.empty()) {
+      continue;
+    }
+    any = true;
+    if (item == "sp") {
+      p.sp = true;
+      continue;
+    }
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw Error(
+          fmt::format("--parallel '{}': '{}' is not key=value (keys: tp, pp, dp, ep, "
+                      "fsdp, vpp, zero, and the flag sp)",
+                      text, item));
+    }
+    const std::string key = item.substr(0, eq);
+    const std::string val = item.substr(eq + 1);
+    int v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(val, &used);
+      if (used != val.size()) {
+        throw std::invalid_argument(val);
+      }
+    } catch (const std::exception&) {
+      throw Error(
+          fmt::format("--parallel '{}': {} must be a whole number, got '{}'", text, key, val));
+    }
+    const int min = key == "zero" ? 0 : 1;
+    if (v < min || v > 1 << 20) {
+      throw Error(
+          fmt::format("--parallel '{}': {} must be at least {}, got {}", text, key, min, v));
+    }
+    if (key == "tp") {
+      p.tp = v;
+    } else if (key == "pp") {
+      p.pp = v;
+    } else if (key == "dp") {
+      p.dp = v;
+    } else if (key == "ep") {
+      p.ep = v;
+    } else if (key == "vpp") {
+      p.vpp = v;
+    } else if (key == "fsdp") {
+      p.dp = v;
+      p.zero = 3;
+    } else if (key == "zero") {
+      if (v > 3) {
+        throw Error(fmt::format("--parallel '{}': zero is 0, 1, 2 or 3", text));
+      }
+      p.zero = v;
+    } else {
+      throw Error(
+          fmt::format("--parallel '{}': unknown key '{}' (tp, pp, dp, ep, fsdp, vpp, "
+                      "zero, sp)",
+                      text, key));
+    }
+  }
+  if (!any) {
+    throw Error("--parallel is empty (e.g. \"tp=8,dp=2\" or \"fsdp=16\")");
+  }
+  return p;
+}
+
+std::string to_string(const Parallelism& p) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ",") + s; };
+  if (p.tp > 1)
+    add(fmt::format("tp={}", p.tp));
+  if (p.sp)
+    add("sp");
+  if (p.pp > 1)
+    add(fmt::format("pp={}", p.pp));
+  if (p.vpp > 1)
+    add(fmt::format("vpp={}", p.vpp));
+  if (p.ep > 1)
+    add(fmt::format("ep={}", p.ep));
+  if (p.zero == 3) {
+    add(fmt::format("fsdp={}", p.dp));
+  } else {
+    if (p.dp > 1)
+      add(fmt::format("dp={}", p.dp));
+    if (p.zero > 0)
+      add(fmt::format("zero={}", p.zero));
+  }
+  return out.empty() ? "single GPU" : out;
+}
+
+MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
+  const double seq = c.seq > 0 ? c.seq : m.seq_len;
+  const int stages = p.pp * p.vpp;
+  // Parameters on the most loaded GPU: its share of the transformer layers (a first-stage GPU
+  // also holds the input embedding, vocab-parallel over TP).
+  const double per_layer_dense = m.attention_params() + 2.0 * m.hidden;
+  double per_layer = per_layer_dense + m.dense_mlp_params();
+  if (m.is_moe()) {
+    per_layer = per_layer_dense + m.expert_params() * m.experts / p.ep +
+                m.expert_params() * m.shared_experts + m.hidden * m.experts;
+  }
+  const double layers_here = std::ceil(static_cast<double>(m.layers) / stages) * p.vpp;
+  const double params = (layers_here * per_layer + padded_vocab(m, p) * m.hidden) / p.tp;
+  const double dp = p.dense_dp();
+  MemoryEstimate e;
+  // Mixed precision with Adam: 2 B weights + 2 B gradients + 12 B fp32 master, m, v (ZeRO paper).
+  e.weights = params * c.bytes_per_element / (p.zero >= 3 ? dp : 1);
+  e.gradients = params * c.bytes_per_element / (p.zero >= 2 ? dp : 1);
+  e.optimizer = params * 12.0 / (p.zero >= 1 ? dp : 1);
+  // Activations per layer and micro-batch with FlashAttention (Korthikanti et al. 2022, without
+  // the attention-score term): s b h (10 + 24 / t) bytes, s b h * 34 / t with sequence
+  // parallelism; the first 1F1B stage keeps min(pp, micro-batches) micro-batches in flight.
+  const double sbh = seq * c.mbs * m.hidden;
+  const double per_layer_act = p.sp ? sbh * 34.0 / p.tp : sbh * (10.0 + 24.0 / p.tp);
+  const int micro = c.gbs / std::max(1, c.mbs * p.dense_dp());
+  const double in_flight = std::min<double>(p.pp, std::max(1, micro));
+  if (c.recompute) {
+    // Each layer keeps its input (s b h elements, split over TP with sequence parallelism); one
+    // layer at a time rebuilds its full set during backward.
+    const double input = sbh * c.bytes_per_element / (p.sp ? p.tp : 1);
+    e.activations = input * layers_here * in_flight + per_layer_act * (c.bytes_per_element / 2.0);
+  } else {
+    e.activations = per_layer_act * layers_here * in_flight * (c.bytes_per_element / 2.0);
+  }
+  // FSDP also gathers one layer (plus the prefetched next) in full.
+  if (p.zero >= 3) {
+    e.weights += 2.0 * per_layer * c.bytes_per_element / p.tp;
+  }
+  e.buffers = 3.0e9;  // CUDA context, NCCL buffers, allocator fragmentation (an estimate)
+  return e;
+}
+
+GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c,
+                            double gpu_memory_bytes) {
+  const std::string what = fmt::format("{} with {}", m.name, to_string(p));
+  auto fail = [&](const std::string& why) -> void {
+    throw Error(fmt::format("{}: {}", what, why));
+  };
+  if (c.mbs < 1) {
+    fail(fmt::format("--mbs must be at least 1, got {}", c.mbs));
+  }
+  if (c.gbs < 1) {
+    fail(fmt::format("--gbs must be at least 1, got {}", c.gbs));
+  }
+  const int seq = c.seq > 0 ? c.seq : m.seq_len;
+  if (seq < 1) {
+    fail("the model has no default sequence length; pass --seq");
+  }
+  if (m.heads % p.tp != 0) {
+    fail(fmt::format("tp={} does not divide the {} attention heads", p.tp, m.heads));
+  }
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
+    fail(fmt::format("tp={} and the {} key/value heads: neither divides the other", p.tp,
+                     m.kv_heads));
+  }
+  if (m.ffn_hidden % p.tp != 0 || (m.is_moe() && m.moe_ffn_hidden % p.tp != 0)) {
+    fail(fmt::format("tp={} does not divide the MLP width", p.tp));
+  }
+  if (p.ep > 1 && !m.is_moe()) {
+    fail(fmt::format("ep={} needs a mixture-of-experts model; {} is dense", p.ep, m.name));
+  }
+  if (m.is_moe() && m.experts % p.ep != 0) {
+    fail(fmt::format("ep={} does not divide the {} experts", p.ep, m.experts));
+  }
+  const int stages = p.pp * p.vpp;
+  const int per = (m.layers + stages - 1) / stages;
+  if (per * stages - m.layers > 2 || (p.vpp > 1 && m.layers % stages != 0) || per < 1 ||
+      (per * stages - m.layers > 0 && per < 2)) {
+    fail(fmt::format("pp={} x vpp={} = {} stages do not divide the {} layers{}", p.pp, p.vpp,
+                     stages, m.layers,
+                     p.vpp == 1 ? " (up to two short stages, first and last, are allowed as in "
+                                  "Llama 3)"
+                                : ""));
+  }
+  if (p.vpp > 1 && p.pp < 2) {
+    fail("vpp > 1 (interleaved 1F1B) needs pp > 1");
+  }
+  if (p.sp && p.tp == 1) {
+    fail("sp (sequence parallelism) needs tp > 1");
+  }
+  if (c.overlap == Overlap::kDomino && p.tp == 1) {
+    fail("Domino overlap splits TP communication: it needs tp > 1");
+  }
+  if (c.overlap == Overlap::kTwoBatch && !(m.is_moe() && p.ep > 1)) {
+    fail("two-batch overlap hides expert all-to-alls: it needs a MoE model and ep > 1");
+  }
+  if (c.overlap != Overlap::kNone && c.mbs % 2 != 0) {
+    fail(fmt::format("{} overlap splits each micro-batch in two: --mbs {} is odd",
+                     c.overlap == Overlap::kDomino ? "Domino" : "two-batch", c.mbs));
+  }
+  const int dp = p.dense_dp();
+  if (c.gbs % (c.mbs * dp) != 0) {
+    fail(fmt::format("--gbs {} is not a multiple of --mbs {} x data-parallel degree {} = {}", c.gbs,
+                     c.mbs, dp, c.mbs * dp));
+  }
+  const int micro = c.gbs / (c.mbs * dp);
+  if (p.vpp > 1 && micro % p.pp != 0) {
+    fail(fmt::format("interleaved 1F1B needs the {} micro-batches to be a multiple of pp={}", micro,
+                     p.pp));
+  }
+  MemoryEstimate mem = estimate_memory(m, p, c);
+  if (gpu_memory_bytes > 0 && mem.total() > gpu_memory_bytes) {
+    fail(fmt::format(
+        "does not fit in GPU memory: {:.1f} GB needed (weights {:.1f}, gradients {:.1f}, "
+        "optimizer {:.1f}, activations {:.1f}, buffers {:.1f}) > {:.1f} GB; use more model "
+        "parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller --mbs",
+        mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9, mem.optimizer / 1e9,
+        mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9));
+  }
+  Generator g(m, p, c);
+  GeneratedStep out = g.run();
+  out.memory = mem;
+  out.description = fmt::format("{}, {}, mbs {}, gbs {}, seq {}, {}{}", m.name, to_string(p), c.mbs,
+                                c.gbs, seq, c.bytes_per_element == 4 ? "fp32" : "bf16",
+                                c.recompute ? ", full recompute" : "");
+  return out;
+}
+
+}  // namespace lagom::models
