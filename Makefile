@@ -29,8 +29,12 @@ configure: deps
 build: configure
 	cmake --build --preset default
 
+# The main job: the Lagom paper's default what-if, Llama-3-8B trained with FSDP on the paper's
+# cluster A (2 nodes of 8 A40 with NVLink bridges), timed by the collective and compute models
+# with contention.
 run: build
-	$(LAGOM) simulate
+	$(LAGOM) simulate --model llama3-8b --parallel fsdp=16 --cluster a40-nvlink --nodes 2 \
+	  --mbs 1 --gbs 32 --seq 4096
 
 test: build
 	ctest --preset default

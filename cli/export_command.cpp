@@ -6,10 +6,13 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/hash.hpp"
 #include "lagom/traces/chakra.hpp"
 #include "lagom/traces/execution_graph.hpp"
 #include "lagom/traces/workload_json.hpp"
+#include "model_input.hpp"
 #include "workload_input.hpp"
 
 namespace lagom::cli {
@@ -23,7 +26,9 @@ int export_command(const std::vector<std::string>& args) {
   po::options_description desc(
       "Usage: lagom export --format chakra|json --out PREFIX|FILE\n"
       "                    [--workload FILE|builtin:NAME | --chakra PREFIX [--comm-groups "
-      "FILE]]\n\n"
+      "FILE]]\n"
+      "       lagom export --format chakra|json --out PREFIX|FILE --model NAME --parallel P\n"
+      "                    [--mbs M] [--gbs G] [--seq S] [--cluster PRESET [--nodes N]] ...\n\n"
       "Writes a workload out after checking it (matching, deadlocks). --format chakra writes\n"
       "one Chakra ET file per rank, PREFIX.<rank>.et, and the communicators' ranks in\n"
       "PREFIX.comm_groups.json (docs/formats/chakra.md); --format json writes one workload JSON\n"
@@ -35,6 +40,10 @@ int export_command(const std::vector<std::string>& args) {
       "out,o", po::value(&out_path),
       "chakra: the path prefix of the files; json: the file, or - for stdout");
   add_workload_input_options(desc, input);
+  HardwareOptions hw;
+  ModelOptions mo;
+  add_hardware_options(desc, hw);
+  add_model_options(desc, mo);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);
@@ -55,7 +64,30 @@ int export_command(const std::vector<std::string>& args) {
     throw po::error("--format chakra writes several files: --out takes a path prefix, not -");
   }
 
-  const LoadedWorkload in = load_workload_input(input, vm);
+  LoadedWorkload in;
+  if (model_requested(mo, vm)) {
+    if (!vm["workload"].defaulted() || vm.count("chakra")) {
+      throw po::error("--workload, --chakra and --model are alternatives; give one");
+    }
+    // With a cluster the step is checked against its GPU count and memory; without, it uses as
+    // many GPUs as the parallel degrees say.
+    int gpus = 0;
+    int per_node = 8;
+    if (!hw.cluster.empty()) {
+      const Hardware h = load_hardware(hw);
+      gpus = h.cluster.gpu_count();
+      per_node = h.cluster.gpus_per_node();
+      mo.gpu_memory_bytes = h.profile.gpu.memory_GB.value * 1e9;
+    }
+    models::GeneratedStep step = generate_from_options(mo, gpus, per_node);
+    in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
+                        "fnv1a64:" + hex64(fnv1a64(step.description))};
+  } else {
+    if (!hw.cluster.empty() || hw.nodes != 0 || !hw.profile.empty()) {
+      throw po::error("--cluster, --nodes and --profile apply to --model");
+    }
+    in = load_workload_input(input, vm);
+  }
   const traces::Workload& w = in.workload;
   traces::analyze(w, in.source);
 

@@ -34,6 +34,21 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
       "list-models", "list the models in the zoo and exit");
 }
 
+bool model_requested(const ModelOptions& opts, const po::variables_map& vm) {
+  if (!opts.model.empty()) {
+    return true;
+  }
+  for (const char* key : {"parallel", "gbs", "seq", "overlap", "precision"}) {
+    if (vm.count(key) && !vm[key].defaulted()) {
+      throw po::error(fmt::format("--{} describes a generated step: it needs --model", key));
+    }
+  }
+  if (opts.recompute || opts.fold) {
+    throw po::error("--recompute and --fold describe a generated step: they need --model");
+  }
+  return false;
+}
+
 models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node) {
   if (opts.parallel.empty()) {
     throw Error("--model needs --parallel (e.g. \"fsdp=16\" or \"tp=8,dp=2\")");

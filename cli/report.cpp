@@ -15,7 +15,7 @@ namespace lagom::cli {
 namespace {
 
 // Per-rank tables and overlap group lists are printed for up to this many ranks.
-constexpr traces::Rank kMaxRanksListed = 16;
+constexpr traces::Rank kMaxRanksListed = 8;
 
 double us(Time t) {
   return t.us();

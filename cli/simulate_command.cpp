@@ -80,15 +80,12 @@ int simulate_command(const std::vector<std::string>& args) {
   if (vm.count("no-op-times") && !vm.count("json")) {
     throw po::error("--no-op-times only applies with --json");
   }
-  const bool from_model = !mo.model.empty();
+  const bool from_model = model_requested(mo, vm);
   if (from_model && (!vm["workload"].defaulted() || vm.count("chakra"))) {
     throw po::error("--workload, --chakra and --model are alternatives; give one");
   }
   if (from_model && hw.cluster.empty()) {
     throw po::error("--model needs --cluster (the generated step is sized to its GPUs)");
-  }
-  if (!from_model && (vm.count("parallel") || vm.count("gbs") || vm.count("seq"))) {
-    throw po::error("--parallel, --gbs and --seq describe a generated step: they need --model");
   }
   if (hw.cluster.empty() && (hw.nodes != 0 || !hw.profile.empty())) {
     throw po::error("--nodes and --profile need --cluster");
