@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   lagom::bench::register_engine_benchmarks();
+  lagom::bench::register_generator_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

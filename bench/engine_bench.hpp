@@ -3,4 +3,5 @@
 
 namespace lagom::bench {
 void register_engine_benchmarks();
+void register_generator_benchmarks();
 }  // namespace lagom::bench

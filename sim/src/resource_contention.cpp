@@ -31,8 +31,11 @@ std::size_t ResourceContention::CommKeyHash::operator()(const CommKey& k) const 
 
 const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::Workload& w,
                                                                   traces::OpId op) {
-  if (auto it = by_op_.find(op); it != by_op_.end()) {
-    return *it->second;
+  if (by_op_.empty()) {
+    by_op_.assign(w.op_count(), nullptr);
+  }
+  if (const CommInfo* known = by_op_[op]) {
+    return *known;
   }
   // Send/recv without a group are keyed by their two ranks.
   const bool pair = w.group(op) == traces::kNoGroup;
@@ -42,7 +45,7 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::
                     w.kind(op) == traces::OpKind::kRecv ? traces::OpKind::kSend : w.kind(op),
                     w.bytes(op), w.pinned_config(op)};
   if (auto it = comm_.find(key); it != comm_.end()) {
-    by_op_.emplace(op, &it->second);
+    by_op_[op] = &it->second;
     return it->second;
   }
   const CommConfig cfg = models_.config_for(w, op);
@@ -71,7 +74,7 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::
     c.link_GBps = e.bottleneck_GBps / std::max(1, models_.cluster().gpus_per_node());
   }
   const CommInfo* stored = &comm_.emplace(key, c).first->second;
-  by_op_.emplace(op, stored);
+  by_op_[op] = stored;
   return *stored;
 }
 

@@ -1,5 +1,4 @@
-// Chakra ET reader and writer: file discovery, gzip, message framing, attributes, node <-> op
-// mapping.
+// Chakra ET reader and writer: file discovery, gzip, framing, attributes, nodes <-> ops.
 #include "lagom/traces/chakra.hpp"
 
 #include <fmt/format.h>
@@ -588,7 +587,8 @@ class RankReader {
   ReadNode convert(const pb::Node& node, const std::function<std::string()>& where) {
     ReadNode n;
     n.id = node.id();
-    n.deps.reserve(static_cast<std::size_t>(node.ctrl_deps_size() + node.data_deps_size()));
+    n.deps.reserve(static_cast<std::size_t>(node.ctrl_deps_size()) +
+                   static_cast<std::size_t>(node.data_deps_size()));
     n.deps.insert(n.deps.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
     n.deps.insert(n.deps.end(), node.data_deps().begin(), node.data_deps().end());
     const NodeAttrs a(node.attr(), where);

@@ -93,9 +93,10 @@ const PinnedConfig* Workload::pinned_config(OpId op) const {
 }
 
 const ComputeShape* Workload::compute_shape(OpId op) const {
-  auto it = std::lower_bound(shapes_.begin(), shapes_.end(), op,
-                             [](const auto& e, OpId o) { return e.first < o; });
-  return it != shapes_.end() && it->first == op ? &it->second : nullptr;
+  if (shape_of_.empty() || shape_of_[op] == kNoShape) {
+    return nullptr;
+  }
+  return &shapes_[shape_of_[op]];
 }
 
 std::string Workload::describe(OpId op) const {
@@ -109,7 +110,7 @@ std::size_t Workload::memory_bytes() const {
   std::size_t total = vec(kind_) + vec(stream_) + vec(group_) + vec(peer_) + vec(bytes_) +
                       vec(duration_ns_) + vec(dep_begin_) + vec(deps_) + vec(name_begin_) +
                       names_.capacity() + vec(streams_) + vec(rank_streams_) + vec(pinned_) +
-                      vec(shapes_);
+                      vec(shapes_) + vec(shape_of_);
   for (const Stream& s : streams_) {
     total += s.name.capacity();
   }
@@ -463,7 +464,16 @@ Workload WorkloadBuilder::build(std::string_view where) && {
       throw Error(fmt::format("{}op #{} has two compute shapes", pre, shapes_[i].first));
     }
   }
-  w.shapes_ = std::move(shapes_);
+  if (!shapes_.empty()) {
+    w.shape_of_.assign(n, Workload::kNoShape);
+    w.shapes_.reserve(shapes_.size());
+    for (const auto& [op, shape] : shapes_) {
+      w.shape_of_[op] = static_cast<std::uint32_t>(w.shapes_.size());
+      w.shapes_.push_back(shape);
+    }
+  }
+  shapes_.clear();
+  shapes_.shrink_to_fit();
 
   permute(kind_, w.kind_);
   permute(group_, w.group_);

@@ -72,7 +72,7 @@ class ResourceContention final : public ContentionModel {
   };
 
   const ModelCost& models_;
-  std::unordered_map<traces::OpId, const CommInfo*> by_op_;
+  std::vector<const CommInfo*> by_op_;  // indexed by OpId, filled on first use
   std::unordered_map<CommKey, CommInfo, CommKeyHash> comm_;
   std::vector<double> demand_;
 };

@@ -1,5 +1,4 @@
-// Reading and writing Chakra execution traces (one protobuf stream per rank;
-// docs/formats/chakra.md).
+// Reading and writing Chakra execution traces: one protobuf stream per rank, PREFIX.<rank>.et.
 //
 // A trace set is the files PREFIX.0.et .. PREFIX.<N-1>.et (ASTRA-sim's naming), each a stream of
 // varint32-length-prefixed messages: one GlobalMetadata, then Nodes. Files may be gzip-compressed

@@ -182,7 +182,10 @@ class Workload {
   std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
   std::string names_;
   std::vector<std::pair<OpId, PinnedConfig>> pinned_;  // sorted by op
-  std::vector<std::pair<OpId, ComputeShape>> shapes_;  // sorted by op
+  // Compute shapes: shape_of_[op] indexes shapes_ (kNoShape: none); empty when no op has one.
+  static constexpr std::uint32_t kNoShape = 0xffffffffu;
+  std::vector<std::uint32_t> shape_of_;
+  std::vector<ComputeShape> shapes_;
 };
 
 // Accumulates groups, streams and ops in any order, then checks and freezes them.
