@@ -30,6 +30,11 @@ double padded_vocab(const ModelSpec& m, const Parallelism& p) {
   return std::ceil(m.vocab / unit) * unit;
 }
 
+// The final norm's weights: RMSNorm has a scale, LayerNorm a scale and a shift.
+double final_norm_params(const ModelSpec& m) {
+  return m.rmsnorm ? m.hidden : 2.0 * m.hidden;
+}
+
 // --- Kernels -----------------------------------------------------------------------------------
 
 struct Kernel {
@@ -253,7 +258,9 @@ class Generator {
     const OpId op = b_.add_op(s, OpSpec{OpKind::kCompute, static_cast<std::int64_t>(k.bytes),
                                         traces::kNoGroup, traces::kNoPeer, traces::kNoDuration});
     b_.set_compute_shape(op, k.shape);
-    if (k.shape.cls == ComputeClass::kGemm || k.shape.cls == ComputeClass::kAttention) {
+    // Model FLOPs (StepFigures::flops) leave recomputation out, as the MFU convention does.
+    if (!recomputing_ &&
+        (k.shape.cls == ComputeClass::kGemm || k.shape.cls == ComputeClass::kAttention)) {
       figures_.flops += k.shape.flops;
     }
     return op;
@@ -437,16 +444,54 @@ class Generator {
     return last;
   }
 
+  // Weights of block l on one GPU that its whole data-parallel group (dp x ep GPUs) holds alike:
+  // attention and MLP matrices split over TP, norms (and a MoE block's router) whole on every TP
+  // rank as in Megatron. With ep > 1 the routed experts are apart (expert_layer_params).
   double layer_params(int l) const {
-    const double dense = m_.attention_params() + 2.0 * m_.hidden;  // + norms
-    double mlp = 0;
+    double split = m_.attention_params();
+    double whole = m_.norm_params();
     if (!m_.layer_is_moe(l)) {
-      mlp = m_.dense_mlp_params();
+      split += m_.dense_mlp_params();
     } else {
-      mlp = m_.expert_params() * m_.experts / p_.ep + m_.expert_params() * m_.shared_experts +
-            m_.hidden * m_.experts;
+      split += m_.expert_params() * m_.shared_experts;
+      whole += m_.router_params();
+      if (p_.ep == 1) {
+        split += m_.expert_params() * m_.experts;
+      }
     }
-    return (dense + mlp) / p_.tp;
+    return split / p_.tp + whole;
+  }
+
+  // Block l's routed experts on one GPU when ep > 1 (experts / ep of them, split over TP): only
+  // the dp replicas that hold the same experts (the expert-data-parallel group) share them.
+  double expert_layer_params(int l) const {
+    return p_.ep > 1 && m_.layer_is_moe(l) ? m_.expert_params() * m_.experts / p_.ep / p_.tp : 0.0;
+  }
+
+  // What data parallelism shards, gathers and reduces with block l of virtual stage v: the block,
+  // plus the input embedding with the first stage's first block and the output head and final
+  // norm with the last stage's last block (vocabulary-parallel over TP; one tensor when tied and
+  // on the same GPU as the embedding).
+  double unit_params(int v, int l) const {
+    const int stages = p_.pp * p_.vpp;
+    const double table = vocab_ * m_.hidden / p_.tp;
+    double n = layer_params(l);
+    if (v == 0 && l == 0) {
+      n += table;
+    }
+    if (v == stages - 1 && l == m_.layers - 1) {
+      n += (m_.tied_embeddings && stages == 1 ? 0.0 : table) + final_norm_params(m_);
+    }
+    return n;
+  }
+
+  // The routed experts' share of a data-parallel gather or reduction of block l: on the
+  // expert-data-parallel group, when there is one (dp > 1) and the block has experts.
+  std::optional<OpId> expert_comm(StreamId s, OpKind kind, GroupId edpg, double params) {
+    if (edpg == traces::kNoGroup || params <= 0) {
+      return std::nullopt;
+    }
+    return add_comm(s, kind, edpg, params * bpe_);
   }
 
   void emit_rank(int r) {
@@ -497,8 +542,10 @@ class Generator {
     }
 
     const GroupId dpg = dp_group_[static_cast<std::size_t>(r)];
+    const GroupId edpg = edp_group_[static_cast<std::size_t>(r)];
     const bool fsdp = p_.zero == 3 && dp_comm;
     double bucket = 0;
+    double expert_bucket = 0;
     std::optional<OpId> last_bwd;
     std::vector<std::optional<OpId>> wait(static_cast<std::size_t>(splits_));
     std::optional<OpId> prefetch_dep;  // FSDP: an all-gather waits for the layer before last
@@ -526,8 +573,10 @@ class Generator {
         }
         for (int l = l0; l < l1; ++l) {
           std::optional<OpId> gather;
+          std::optional<OpId> expert_gather;
           if (fsdp) {
-            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, layer_params(l) * bpe_);
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_);
+            expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l));
             if (prefetch_dep) {
               b_.add_dep(*gather, *prefetch_dep);
             }
@@ -538,6 +587,9 @@ class Generator {
                                 bpe_));  // residual add
           if (gather) {
             b_.add_dep(first_kernel, *gather);
+          }
+          if (expert_gather) {
+            b_.add_dep(first_kernel, *expert_gather);
           }
           const OpId end = emit_blocks(s, blocks, wait);
           prefetch_dep = fsdp ? std::optional<OpId>(first_kernel) : std::nullopt;
@@ -573,8 +625,10 @@ class Generator {
         }
         for (int l = l1 - 1; l >= l0; --l) {
           std::optional<OpId> gather;
+          std::optional<OpId> expert_gather;
           if (fsdp) {
-            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, layer_params(l) * bpe_);
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_);
+            expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l));
             if (prefetch_dep) {
               b_.add_dep(*gather, *prefetch_dep);
             }
@@ -585,8 +639,13 @@ class Generator {
           if (gather) {
             b_.add_dep(first_kernel, *gather);
           }
+          if (expert_gather) {
+            b_.add_dep(first_kernel, *expert_gather);
+          }
           if (c_.recompute) {
+            recomputing_ = true;
             emit_blocks(s, forward_blocks(l, seqs, r), wait);
+            recomputing_ = false;
           }
           const OpId end = emit_blocks(s, backward_blocks(l, seqs, r), wait);
           for (auto& w : wait) {
@@ -598,17 +657,26 @@ class Generator {
           prefetch_dep = fsdp ? std::optional<OpId>(first_kernel) : std::nullopt;
           last_bwd = end;
           if (fsdp) {
-            const OpId rs = add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, layer_params(l) * bpe_);
+            const OpId rs =
+                add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, unit_params(v, l) * bpe_);
             b_.add_dep(rs, end);
+            if (auto ers =
+                    expert_comm(s.dp_rs, OpKind::kReduceScatter, edpg, expert_layer_params(l))) {
+              b_.add_dep(*ers, end);
+            }
           } else if (dp_comm && last_mb) {
             // DDP / ZeRO-1/2: gradients leave in buckets as backward produces them.
-            bucket += layer_params(l) * bpe_;
+            bucket += unit_params(v, l) * bpe_;
+            expert_bucket += expert_layer_params(l);
             if (bucket >= c_.bucket_bytes || l == l0) {
-              const OpId red = p_.zero == 0
-                                   ? add_comm(s.dp_rs, OpKind::kAllReduce, dpg, bucket)
-                                   : add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, bucket);
+              const OpKind kind = p_.zero == 0 ? OpKind::kAllReduce : OpKind::kReduceScatter;
+              const OpId red = add_comm(s.dp_rs, kind, dpg, bucket);
               b_.add_dep(red, end);
+              if (auto ered = expert_comm(s.dp_rs, kind, edpg, expert_bucket)) {
+                b_.add_dep(*ered, end);
+              }
               bucket = 0;
+              expert_bucket = 0;
             }
           }
         }
@@ -624,14 +692,17 @@ class Generator {
     }
     // Optimizer over this GPU's (shard of the) parameters, after its gradients are reduced.
     double local = 0;
+    double local_experts = 0;
     for (int ch = 0; ch < p_.vpp; ++ch) {
       const int v = ch * p_.pp + c.pp;
       for (int l = first_layer_[static_cast<std::size_t>(v)];
            l < first_layer_[static_cast<std::size_t>(v) + 1]; ++l) {
-        local += layer_params(l);
+        local += unit_params(v, l);
+        local_experts += expert_layer_params(l);
       }
     }
-    const double shard = p_.zero >= 1 ? local / p_.dense_dp() : local;
+    const double shard =
+        p_.zero >= 1 ? local / p_.dense_dp() + local_experts / p_.dp : local + local_experts;
     const OpId opt = add_kernel(s.compute, stream(ComputeClass::kOptimizer, shard, 12, 9, 5, 2));
     if (dp_comm) {
       // Waits for every gradient reduction this rank issued (the dp_reduce stream's last op).
@@ -640,6 +711,9 @@ class Generator {
       if (p_.zero == 1 || p_.zero == 2) {
         const OpId ag = add_comm(s.dp_ag, OpKind::kAllGather, dpg, local * bpe_);
         b_.add_dep(ag, opt);
+        if (auto eag = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, local_experts)) {
+          b_.add_dep(*eag, opt);
+        }
       }
     }
   }
@@ -664,6 +738,7 @@ class Generator {
   std::vector<GroupId> tp_group_, dp_group_, ep_group_, edp_group_;
   std::vector<std::array<GroupId, 2>> pp_pair_;  // folded only: [from previous, to next]
   StepFigures figures_;
+  bool recomputing_ = false;  // emitting a recomputed forward (not model FLOPs)
 };
 
 }  // namespace
@@ -769,16 +844,22 @@ std::string to_string(const Parallelism& p) {
 MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
   const double seq = c.seq > 0 ? c.seq : m.seq_len;
   const int stages = p.pp * p.vpp;
-  // Parameters on the most loaded GPU: its share of the transformer layers (a first-stage GPU
-  // also holds the input embedding, vocab-parallel over TP).
-  const double per_layer_dense = m.attention_params() + 2.0 * m.hidden;
-  double per_layer = per_layer_dense + m.dense_mlp_params();
+  // Parameters on the most loaded GPU: its share of the transformer layers (matrices split over
+  // TP, norms and the router whole on every TP rank) and the input embedding, vocab-parallel over
+  // TP; with a single stage also the output head (unless tied) and the final norm.
+  double split = m.attention_params() + m.dense_mlp_params();
+  double whole = m.norm_params();
   if (m.is_moe()) {
-    per_layer = per_layer_dense + m.expert_params() * m.experts / p.ep +
-                m.expert_params() * m.shared_experts + m.hidden * m.experts;
+    split = m.attention_params() + m.expert_params() * m.experts / p.ep +
+            m.expert_params() * m.shared_experts;
+    whole += m.router_params();
   }
+  const double per_layer = split / p.tp + whole;
   const double layers_here = std::ceil(static_cast<double>(m.layers) / stages) * p.vpp;
-  const double params = (layers_here * per_layer + padded_vocab(m, p) * m.hidden) / p.tp;
+  const double table = padded_vocab(m, p) * m.hidden / p.tp;
+  const double params =
+      layers_here * per_layer + table +
+      (stages == 1 ? (m.tied_embeddings ? 0.0 : table) + final_norm_params(m) : 0.0);
   const double dp = p.dense_dp();
   MemoryEstimate e;
   // Mixed precision with Adam: 2 B weights + 2 B gradients + 12 B fp32 master, m, v (ZeRO paper).
@@ -802,7 +883,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   }
   // FSDP also gathers one layer (plus the prefetched next) in full.
   if (p.zero >= 3) {
-    e.weights += 2.0 * per_layer * c.bytes_per_element / p.tp;
+    e.weights += 2.0 * per_layer * c.bytes_per_element;
   }
   e.buffers = 3.0e9;  // CUDA context, NCCL buffers, allocator fragmentation (an estimate)
   return e;
