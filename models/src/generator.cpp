@@ -846,13 +846,16 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   const int stages = p.pp * p.vpp;
   // Parameters on the most loaded GPU: its share of the transformer layers (matrices split over
   // TP, norms and the router whole on every TP rank) and the input embedding, vocab-parallel over
-  // TP; with a single stage also the output head (unless tied) and the final norm.
+  // TP; with a single stage also the output head (unless tied) and the final norm. Routed
+  // experts (experts / ep of them) are counted apart: ZeRO shards them over the dp replicas that
+  // hold the same experts, not over the dense data-parallel degree dp x ep.
   double split = m.attention_params() + m.dense_mlp_params();
   double whole = m.norm_params();
+  double per_layer_experts = 0;
   if (m.is_moe()) {
-    split = m.attention_params() + m.expert_params() * m.experts / p.ep +
-            m.expert_params() * m.shared_experts;
+    split = m.attention_params() + m.expert_params() * m.shared_experts;
     whole += m.router_params();
+    per_layer_experts = m.expert_params() * m.experts / p.ep / p.tp;
   }
   const double per_layer = split / p.tp + whole;
   const double layers_here = std::ceil(static_cast<double>(m.layers) / stages) * p.vpp;
@@ -860,12 +863,17 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   const double params =
       layers_here * per_layer + table +
       (stages == 1 ? (m.tied_embeddings ? 0.0 : table) + final_norm_params(m) : 0.0);
-  const double dp = p.dense_dp();
+  const double expert_params = layers_here * per_layer_experts;
+  // Bytes of `per_param` each, sharded from ZeRO stage `zero` on.
+  auto sharded = [&](double per_param, int zero) {
+    return per_param *
+           (p.zero >= zero ? params / p.dense_dp() + expert_params / p.dp : params + expert_params);
+  };
   MemoryEstimate e;
   // Mixed precision with Adam: 2 B weights + 2 B gradients + 12 B fp32 master, m, v (ZeRO paper).
-  e.weights = params * c.bytes_per_element / (p.zero >= 3 ? dp : 1);
-  e.gradients = params * c.bytes_per_element / (p.zero >= 2 ? dp : 1);
-  e.optimizer = params * 12.0 / (p.zero >= 1 ? dp : 1);
+  e.weights = sharded(c.bytes_per_element, 3);
+  e.gradients = sharded(c.bytes_per_element, 2);
+  e.optimizer = sharded(12.0, 1);
   // Activations per layer and micro-batch with FlashAttention (Korthikanti et al. 2022, without
   // the attention-score term): s b h (10 + 24 / t) bytes, s b h * 34 / t with sequence
   // parallelism; the first 1F1B stage keeps min(pp, micro-batches) micro-batches in flight.
@@ -883,7 +891,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   }
   // FSDP also gathers one layer (plus the prefetched next) in full.
   if (p.zero >= 3) {
-    e.weights += 2.0 * per_layer * c.bytes_per_element;
+    e.weights += 2.0 * (per_layer + per_layer_experts) * c.bytes_per_element;
   }
   e.buffers = 3.0e9;  // CUDA context, NCCL buffers, allocator fragmentation (an estimate)
   return e;

@@ -503,6 +503,59 @@ TEST(GeneratorComm, ExpertParallelAllToAllsAndExpertGradients) {
   }
 }
 
+TEST(GeneratorComm, ShardedExpertsGatherAndReduceOverTheExpertDataParallelGroup) {
+  // ZeRO-1 and FSDP with ep=2, dp=2: the dense weights are sharded over all 4 GPUs, the routed
+  // experts over the 2 that hold the same ones. Per rank, ZeRO-1 reduce-scatters and all-gathers
+  // bpe x dense on the dp group and bpe x experts on the edp group once per step; FSDP gathers
+  // each twice and reduce-scatters each once per micro-batch, the experts in one op per MoE
+  // block.
+  const ModelSpec m = tiny_moe();
+  const int micro = 2;
+  for (const char* par : {"ep=2,dp=2,zero=1", "ep=2,fsdp=2"}) {
+    SCOPED_TRACE(par);
+    const Parallelism p = parse_parallelism(par);
+    const GeneratedStep s = generate_step(m, p, config(2, 2 * p.dense_dp() * micro));
+    const Held h = held(m, p, 0);
+    const double per_step = p.zero == 3 ? micro : 1;
+    const double gathers = p.zero == 3 ? 2 * per_step : 1;
+    for (int r = 0; r < p.world(); ++r) {
+      const Tally t = tally(s.workload, r);
+      expect_rel(t.b(OpKind::kAllGather, "dp"), gathers * kBpe * h.dense, 1e-12, "dense ag");
+      expect_rel(t.b(OpKind::kReduceScatter, "dp"), per_step * kBpe * h.dense, 1e-12, "dense rs");
+      expect_rel(t.b(OpKind::kAllGather, "edp"), gathers * kBpe * h.experts, 1e-12, "expert ag");
+      expect_rel(t.b(OpKind::kReduceScatter, "edp"), per_step * kBpe * h.experts, 1e-12,
+                 "expert rs");
+      if (p.zero == 3) {
+        EXPECT_EQ(t.n(OpKind::kAllGather, "edp"), 2 * micro * m.moe_layers());
+        EXPECT_EQ(t.n(OpKind::kReduceScatter, "edp"), micro * m.moe_layers());
+      }
+    }
+  }
+}
+
+TEST(GeneratorComm, OverlapSplitsTheCommunicationNotItsVolume) {
+  // Domino and two-batch overlap run each micro-batch as two halves: twice the TP (or EP)
+  // collectives, each of half the bytes, on a stream of their own; the FLOPs stay the same.
+  const ModelSpec m = tiny_moe();
+  for (const Overlap o : {Overlap::kDomino, Overlap::kTwoBatch}) {
+    const bool domino = o == Overlap::kDomino;
+    const char* par = domino ? "tp=2,dp=2" : "ep=2,dp=2";
+    SCOPED_TRACE(par);
+    TrainingConfig split = config(2, 16);
+    split.overlap = o;
+    const GeneratedStep a = generate(m, par, config(2, 16));
+    const GeneratedStep b = generate(m, par, split);
+    const OpKind kind = domino ? OpKind::kAllReduce : OpKind::kAllToAll;
+    const std::string axis = domino ? "tp" : "ep";
+    const Tally ta = tally(a.workload, 0);
+    const Tally tb = tally(b.workload, 0);
+    EXPECT_EQ(tb.n(kind, axis), 2 * ta.n(kind, axis));
+    EXPECT_EQ(tb.b(kind, axis), ta.b(kind, axis));
+    EXPECT_EQ(tally(b.workload, 0, axis).n(kind, axis), tb.n(kind, axis));  // all on their stream
+    expect_rel(b.figures.flops, a.figures.flops, 1e-12, "flops");
+  }
+}
+
 TEST(GeneratorComm, FiguresAreTheWorkloadsOps) {
   // StepFigures::comm_bytes sums the same ops per kind.
   const GeneratedStep s = generate(tiny_moe(), "tp=2,sp,ep=2,pp=2,dp=2,zero=1", config(2, 16));
@@ -599,6 +652,33 @@ TEST(GeneratorMemory, TensorAndPipelineParallelWeights) {
   EXPECT_DOUBLE_EQ(e.optimizer, 12 * P);
 }
 
+TEST(GeneratorMemory, ExpertsAreShardedOverTheirOwnReplicas) {
+  // The tiny MoE with experts in all 4 blocks, ep=2, dp=2 (4 GPUs). Per GPU:
+  //   dense per block: attention 294,912 + shared expert 3 x 256 x 128 = 98,304, norms 512 and
+  //                    router 8 x 256 = 2,048                            -> 395,776
+  //   routed experts per block: 8 / 2 x 98,304                            -> 393,216
+  //   dense P_d = 4 x 395,776 + embedding and head 2 x 294,912 + final norm 256; experts
+  //   P_e = 4 x 393,216.
+  // ZeRO shards P_d over dp x ep = 4 GPUs, P_e over the dp = 2 that hold the same experts.
+  ModelSpec m = tiny_moe();
+  m.first_dense_layers = 0;
+  const double dense_block = 294912.0 + 98304.0 + 512.0 + 2048.0;
+  const double expert_block = 4 * 98304.0;
+  const double Pd = 4 * dense_block + 2 * 294912.0 + 256.0;
+  const double Pe = 4 * expert_block;
+  for (int zero = 0; zero <= 3; ++zero) {
+    SCOPED_TRACE(zero);
+    Parallelism p = parse_parallelism("ep=2,dp=2");
+    p.zero = zero;
+    auto sharded = [&](int from) { return zero >= from ? Pd / 4 + Pe / 2 : Pd + Pe; };
+    const MemoryEstimate e = estimate_memory(m, p, config(2, 8));
+    EXPECT_DOUBLE_EQ(e.optimizer, 12 * sharded(1));
+    EXPECT_DOUBLE_EQ(e.gradients, 2 * sharded(2));
+    EXPECT_DOUBLE_EQ(e.weights,
+                     2 * sharded(3) + (zero == 3 ? 2 * (dense_block + expert_block) * 2 : 0));
+  }
+}
+
 TEST(GeneratorMemory, ActivationsWithSequenceParallelismRecomputationAndPipelining) {
   // Korthikanti et al. (2022) with FlashAttention (no s^2 score term), bytes per block and
   // micro-batch of s b h = 128 x 2 x 256 = 65,536 with 2-byte activations:
@@ -688,10 +768,12 @@ const PaperRow kTable2[] = {
     {"llama3-8b", "tp=8,dp=2", 4, 256, "a40-pcie", 2, 0, true},
     {"mpt-7b", "tp=8", 2, 256, "a40-pcie", 1, 0, false},
     {"mpt-7b", "tp=8,dp=2", 2, 256, "a40-nvlink", 2, 0, false},
-    // DeepSeek-MoE 16B over ep=8 holds 3.3e9 parameters per GPU (8 of 64 experts, all dense
-    // weights): 16 bytes each is 53 GB. Megatron's distributed optimizer (zero=1) shards the
-    // fp32 state over the 8 data-parallel ranks: 18 GB.
-    {"deepseek-moe-16b", "ep=8,zero=1", 2, 16, "a40-nvlink", 1, 0, false},
+    // DeepSeek-MoE 16B over ep=8 holds 3.3e9 parameters per GPU (1.9e9 of them its 8 of 64
+    // routed experts per block, 1.4e9 dense): 16 bytes each is 53 GB. Megatron's distributed
+    // optimizer (zero=1) shards the dense weights' 12 bytes of fp32 state over the 8 GPUs (the
+    // experts have no replica at dp = 1): 38.6 GB of weights, gradients and state; full
+    // recomputation then brings its 16 GB of activations down to 1.5.
+    {"deepseek-moe-16b", "ep=8,zero=1", 2, 16, "a40-nvlink", 1, 0, true},
     {"olmoe-1b-7b", "ep=8", 2, 16, "a40-pcie", 1, 0, false},
 };
 
