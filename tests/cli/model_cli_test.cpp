@@ -2,6 +2,7 @@
 // naming the rule it breaks.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -76,98 +77,112 @@ struct BadCase {
   std::vector<std::string> says;
 };
 
-TEST(ModelCli, BadInputCatalogue) {
-  const std::vector<BadCase> cases = {
-      {"unknown model, listing the known ones",
-       {"--model", "llama9-1t", "--parallel", "dp=8", "--cluster", "a40-nvlink"},
-       1,
-       {"llama9-1t", "llama3-8b", "phi-2"}},
-      {"unknown parallel key",
-       {"--model", "phi-2", "--parallel", "tp=8,cp=2", "--cluster", "a40-nvlink"},
-       1,
-       {"unknown key 'cp'"}},
-      {"tp not dividing the heads (GPT-3 13B has 40)",
-       {"--model", "gpt3-13b", "--parallel", "tp=16", "--cluster", "a40-nvlink", "--nodes", "2"},
-       1,
-       {"tp=16 does not divide the 40 attention heads"}},
-      {"pp not dividing the layers (DeepSeek-MoE has 28)",
-       {"--model", "deepseek-moe-16b", "--parallel", "pp=8", "--cluster", "a40-nvlink"},
-       1,
-       {"pp=8 x vpp=1 = 8 stages do not divide the 28 layers"}},
-      {"ep on a dense model",
-       {"--model", "llama3-8b", "--parallel", "ep=8", "--cluster", "a40-nvlink"},
-       1,
-       {"ep=8 needs a mixture-of-experts model; llama3-8b is dense"}},
-      {"ep not dividing the experts (Mixtral has 8)",
-       {"--model", "mixtral-8x7b", "--parallel", "ep=16", "--cluster", "a40-nvlink", "--nodes",
-        "2"},
-       1,
-       {"ep=16 does not divide the 8 experts"}},
-      {"gbs not a multiple of mbs x dp",
-       {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--mbs", "2",
-        "--gbs", "12"},
-       1,
-       {"--gbs 12 is not a multiple of --mbs 2 x data-parallel degree 8 = 16"}},
-      {"degrees for two nodes on one",
-       {"--model", "phi-2", "--parallel", "tp=8,dp=2", "--cluster", "a40-nvlink"},
-       1,
-       {"uses 16 GPUs but the cluster has 8", "--nodes 2"}},
-      {"degrees that are no number of nodes",
-       {"--model", "phi-2", "--parallel", "tp=4,dp=3", "--cluster", "a40-nvlink"},
-       1,
-       {"uses 12 GPUs but the cluster has 8", "not a multiple of the 8 GPUs per node"}},
-      {"a model that does not fit",
-       {"--model", "llama3-70b", "--parallel", "dp=8", "--cluster", "a40-nvlink"},
-       1,
-       {"does not fit in GPU memory", "GB needed", "> 48.0 GB"}},
-      {"--model without --cluster",
-       {"--model", "phi-2", "--parallel", "fsdp=8"},
-       2,
-       {"--model needs --cluster"}},
-      {"--workload with --model",
-       {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--workload",
-        "builtin:fsdp-4gpu"},
-       2,
-       {"alternatives"}},
-      {"--model without --parallel",
-       {"--model", "phi-2", "--cluster", "a40-nvlink"},
-       1,
-       {"--model needs --parallel"}},
-      {"--parallel without --model", {"--parallel", "tp=8"}, 2, {"--parallel", "--model"}},
-      {"Domino without tp",
-       {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--mbs", "2",
-        "--gbs", "16", "--overlap", "domino"},
-       1,
-       {"Domino overlap splits TP communication: it needs tp > 1"}},
-      {"two-batch without ep",
-       {"--model", "olmoe-1b-7b", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--mbs", "2",
-        "--overlap", "two-batch"},
-       1,
-       {"two-batch overlap hides expert all-to-alls: it needs a MoE model and ep > 1"}},
-      {"odd micro-batch with overlap",
-       {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--mbs", "1",
-        "--overlap", "domino"},
-       1,
-       {"Domino overlap splits each micro-batch in two: --mbs 1 is odd"}},
-      {"unknown overlap",
-       {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--overlap", "both"},
-       1,
-       {"--overlap 'both'", "none, domino or two-batch"}},
-      {"unknown precision",
-       {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--precision", "fp8"},
-       1,
-       {"--precision 'fp8'"}},
-  };
-  for (const BadCase& c : cases) {
-    SCOPED_TRACE(c.what);
-    CliRun r = run_lagom(simulate(c.args));
-    EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
-    for (const std::string& s : c.says) {
-      EXPECT_TRUE(contains(r.err, s)) << "expected '" << s << "' in: " << r.err;
-    }
+// The bad-input catalogue: each case exits 1 (2 for usage errors), prints nothing on stdout and
+// names the rule on stderr.
+const BadCase kBadCases[] = {
+    {"unknown model, listing the known ones",
+     {"--model", "llama9-1t", "--parallel", "dp=8", "--cluster", "a40-nvlink"},
+     1,
+     {"llama9-1t", "llama3-8b", "phi-2"}},
+    {"unknown parallel key",
+     {"--model", "phi-2", "--parallel", "tp=8,cp=2", "--cluster", "a40-nvlink"},
+     1,
+     {"unknown key 'cp'"}},
+    {"tp not dividing the heads (GPT-3 13B has 40)",
+     {"--model", "gpt3-13b", "--parallel", "tp=16", "--cluster", "a40-nvlink", "--nodes", "2"},
+     1,
+     {"tp=16 does not divide the 40 attention heads"}},
+    {"pp not dividing the layers (DeepSeek-MoE has 28)",
+     {"--model", "deepseek-moe-16b", "--parallel", "pp=8", "--cluster", "a40-nvlink"},
+     1,
+     {"pp=8 x vpp=1 = 8 stages do not divide the 28 layers"}},
+    {"ep on a dense model",
+     {"--model", "llama3-8b", "--parallel", "ep=8", "--cluster", "a40-nvlink"},
+     1,
+     {"ep=8 needs a mixture-of-experts model; llama3-8b is dense"}},
+    {"ep not dividing the experts (Mixtral has 8)",
+     {"--model", "mixtral-8x7b", "--parallel", "ep=16", "--cluster", "a40-nvlink", "--nodes", "2"},
+     1,
+     {"ep=16 does not divide the 8 experts"}},
+    {"gbs not a multiple of mbs x dp",
+     {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--mbs", "2", "--gbs",
+      "12"},
+     1,
+     {"--gbs 12 is not a multiple of --mbs 2 x data-parallel degree 8 = 16"}},
+    {"degrees for two nodes on one",
+     {"--model", "phi-2", "--parallel", "tp=8,dp=2", "--cluster", "a40-nvlink"},
+     1,
+     {"uses 16 GPUs but the cluster has 8", "--nodes 2"}},
+    {"degrees that are no number of nodes",
+     {"--model", "phi-2", "--parallel", "tp=4,dp=3", "--cluster", "a40-nvlink"},
+     1,
+     {"uses 12 GPUs but the cluster has 8", "not a multiple of the 8 GPUs per node"}},
+    {"a model that does not fit",
+     {"--model", "llama3-70b", "--parallel", "dp=8", "--cluster", "a40-nvlink"},
+     1,
+     {"does not fit in GPU memory", "GB needed", "> 48.0 GB"}},
+    {"--model without --cluster",
+     {"--model", "phi-2", "--parallel", "fsdp=8"},
+     2,
+     {"--model needs --cluster"}},
+    {"--workload with --model",
+     {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--workload",
+      "builtin:fsdp-4gpu"},
+     2,
+     {"alternatives"}},
+    {"--model without --parallel",
+     {"--model", "phi-2", "--cluster", "a40-nvlink"},
+     1,
+     {"--model needs --parallel"}},
+    {"--parallel without --model", {"--parallel", "tp=8"}, 2, {"--parallel", "--model"}},
+    {"Domino without tp",
+     {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--mbs", "2", "--gbs",
+      "16", "--overlap", "domino"},
+     1,
+     {"Domino overlap splits TP communication: it needs tp > 1"}},
+    {"two-batch without ep",
+     {"--model", "olmoe-1b-7b", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--mbs", "2",
+      "--overlap", "two-batch"},
+     1,
+     {"two-batch overlap hides expert all-to-alls: it needs a MoE model and ep > 1"}},
+    {"odd micro-batch with overlap",
+     {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--mbs", "1",
+      "--overlap", "domino"},
+     1,
+     {"Domino overlap splits each micro-batch in two: --mbs 1 is odd"}},
+    {"unknown overlap",
+     {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--overlap", "both"},
+     1,
+     {"--overlap 'both'", "none, domino or two-batch"}},
+    {"unknown precision",
+     {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--precision", "fp8"},
+     1,
+     {"--precision 'fp8'"}},
+};
+
+class ModelCliBadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ModelCliBadInput, ExitsNamingTheRule) {
+  const BadCase& c = GetParam();
+  CliRun r = run_lagom(simulate(c.args));
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  for (const std::string& s : c.says) {
+    EXPECT_TRUE(contains(r.err, s)) << "expected '" << s << "' in: " << r.err;
   }
 }
+
+std::string case_name(const ::testing::TestParamInfo<BadCase>& c) {
+  std::string n = c.param.what;
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) {
+      ch = '_';
+    }
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, ModelCliBadInput, ::testing::ValuesIn(kBadCases), case_name);
 
 TEST(ModelCli, ListModels) {
   CliRun r = run_lagom({"simulate", "--list-models"});
