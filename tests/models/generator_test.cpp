@@ -955,6 +955,28 @@ TEST(GeneratorFold, FoldedStepHasWorldOverDpRanksAndTheSameStepTime) {
   }
 }
 
+TEST(GeneratorFold, FoldedExpertParallelStepHasTheSameStepTime) {
+  // ep=2, dp=2 with ZeRO-1 on 4 A40s: folding keeps replica 0's 2 ranks; their dense
+  // data-parallel communicator spans all 4 GPUs (dp x ep) while holding 2 ranks, the experts'
+  // (edp) spans the 2 replicas while holding 1.
+  const ModelSpec m = tiny_moe();
+  const Parallelism p = parse_parallelism("ep=2,dp=2,zero=1");
+  const Hardware hw = hardware("a40-nvlink", 1);
+  TrainingConfig c = config(2, 2 * 4 * 2);
+  const GeneratedStep full = generate_step(m, p, c);
+  c.fold_dp = true;
+  const GeneratedStep folded = generate_step(m, p, c);
+  EXPECT_EQ(folded.workload.rank_count(), 2u);
+  for (const traces::Group& g : folded.workload.groups()) {
+    const bool dense = g.name.starts_with("dp");
+    if (dense || g.name.starts_with("edp")) {
+      EXPECT_EQ(g.ranks.size(), dense ? 2u : 1u) << g.name;
+      EXPECT_EQ(g.cluster_gpus().size(), dense ? 4u : 2u) << g.name;
+    }
+  }
+  EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
+}
+
 // --- Chakra -------------------------------------------------------------------------------------
 
 TEST(GeneratorChakra, RoundTripOfAGeneratedStepSimulatesIdentically) {
