@@ -121,11 +121,11 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
                format_us(work.exposed_comm_mean.count_ns()),
                format_us(work.exposed_comm_max.count_ns()));
   }
-  if (ctx.peak_flops_per_gpu > 0 && work.flops > 0 && r.step_time.count_ns() > 0) {
-    fmt::print(
-        out, "MFU          {:.1f}% ({:.3g} model FLOPs)\n",
-        100.0 * work.flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu),
-        work.flops * ctx.folded_replicas);
+  const double flops = ctx.model_flops.value_or(work.flops);
+  if (ctx.peak_flops_per_gpu > 0 && flops > 0 && r.step_time.count_ns() > 0) {
+    fmt::print(out, "MFU          {:.1f}% ({:.3g} model FLOPs)\n",
+               100.0 * flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu),
+               flops * ctx.folded_replicas);
   }
   if (ctx.memory) {
     fmt::print(out,
@@ -190,7 +190,8 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
     j["folded_replicas"] = ctx.folded_replicas;
     j["gpus"] = static_cast<double>(w.rank_count()) * fold;
   }
-  j["flops"] = work.flops * fold;
+  const double flops = ctx.model_flops.value_or(work.flops);
+  j["flops"] = flops * fold;
   auto& bytes = j["comm_bytes"] = nlohmann::ordered_json::object();
   for (int k = 0; k < traces::kOpKindCount; ++k) {
     const auto kind = static_cast<traces::OpKind>(k);
@@ -203,7 +204,7 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
   j["exposed_comm_us"] = us(work.exposed_comm_mean);
   j["exposed_comm_max_us"] = us(work.exposed_comm_max);
   if (ctx.peak_flops_per_gpu > 0 && r.step_time.count_ns() > 0) {
-    j["mfu"] = work.flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu);
+    j["mfu"] = flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu);
   }
   if (ctx.memory) {
     j["memory_per_gpu_bytes"] = ctx.memory->total();

@@ -27,6 +27,9 @@ struct RunContext {
   std::optional<models::MemoryEstimate> memory;
   std::string generated;    // what was generated ("llama3-8b, fsdp=16, ...")
   int folded_replicas = 1;  // GPUs each rank stands for (--fold)
+  // Known for a generated step: its model FLOPs over the simulated ranks (recomputation left
+  // out, as MFU counts them). Otherwise MFU and "flops" count every compute op's FLOPs.
+  std::optional<double> model_flops;
 };
 
 nlohmann::ordered_json context_json(const RunContext& ctx);

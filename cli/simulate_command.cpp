@@ -97,6 +97,7 @@ int simulate_command(const std::vector<std::string>& args) {
   std::optional<models::MemoryEstimate> memory;
   std::string generated;
   int folded = 1;
+  std::optional<double> model_flops;
   LoadedWorkload in;
   if (from_model) {
     mo.gpu_memory_bytes = hardware->profile.gpu.memory_GB.value * 1e9;
@@ -105,6 +106,7 @@ int simulate_command(const std::vector<std::string>& args) {
     memory = step.memory;
     generated = step.description;
     folded = step.folded_replicas;
+    model_flops = step.figures.flops;
     in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
                         "fnv1a64:" + hex64(fnv1a64(generated))};
   } else {
@@ -146,6 +148,7 @@ int simulate_command(const std::vector<std::string>& args) {
   ctx.memory = memory;
   ctx.generated = generated;
   ctx.folded_replicas = folded;
+  ctx.model_flops = model_flops;
 
   if (!trace_path.empty()) {
     std::ofstream out(trace_path, std::ios::binary);

@@ -664,8 +664,11 @@ class Generator {
                     expert_comm(s.dp_rs, OpKind::kReduceScatter, edpg, expert_layer_params(l))) {
               b_.add_dep(*ers, end);
             }
-          } else if (dp_comm && last_mb) {
-            // DDP / ZeRO-1/2: gradients leave in buckets as backward produces them.
+          } else if (dp_comm && (last_mb || p_.zero == 2)) {
+            // DDP / ZeRO-1/2: gradients leave in buckets as backward produces them, after the
+            // last micro-batch's backward (gradient accumulation, as PyTorch's no_sync and
+            // Megatron's distributed optimizer do); ZeRO-2 keeps only its gradient shard, so it
+            // reduce-scatters every micro-batch's gradients (DeepSpeed's stage 2).
             bucket += unit_params(v, l) * bpe_;
             expert_bucket += expert_layer_params(l);
             if (bucket >= c_.bucket_bytes || l == l0) {

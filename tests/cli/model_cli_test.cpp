@@ -70,6 +70,26 @@ TEST(ModelCli, FoldingGivesTheSameStepTime) {
   EXPECT_DOUBLE_EQ(a["flops"].get<double>(), b["flops"].get<double>());
 }
 
+TEST(ModelCli, RecomputationIsNotCountedAsModelFlops) {
+  // Full recomputation runs every layer's forward twice; the model FLOPs (and MFU's numerator)
+  // stay those of one forward and one backward, so "flops" is unchanged and MFU drops with the
+  // longer step.
+  const std::vector<std::string> base{
+      "--model", "phi-2", "--parallel", "tp=2,dp=4", "--cluster", "a40-nvlink", "--mbs",
+      "1",       "--gbs", "8",          "--seq",     "512",       "--json",     "--no-op-times"};
+  std::vector<std::string> rc = base;
+  rc.push_back("--recompute");
+  CliRun plain = run_lagom(simulate(base));
+  CliRun recompute = run_lagom(simulate(rc));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(recompute.exit_code, 0) << recompute.err;
+  const auto a = nlohmann::json::parse(plain.out);
+  const auto b = nlohmann::json::parse(recompute.out);
+  EXPECT_DOUBLE_EQ(a["flops"].get<double>(), b["flops"].get<double>());
+  EXPECT_GT(b["step_time_us"].get<double>(), a["step_time_us"].get<double>());
+  EXPECT_LT(b["mfu"].get<double>(), a["mfu"].get<double>());
+}
+
 struct BadCase {
   const char* what;
   std::vector<std::string> args;

@@ -384,6 +384,22 @@ TEST(GeneratorComm, ZeroOneReduceScattersAndAllGathersEachRanksParameters) {
   }
 }
 
+TEST(GeneratorComm, ZeroTwoReduceScattersEveryMicroBatch) {
+  // ZeRO-2 keeps only its shard of the gradients, so every micro-batch's gradients are
+  // reduce-scattered (micro x ZeRO-1's bytes); the updated weights are all-gathered once.
+  const ModelSpec m = tiny();
+  const Parallelism p = parse_parallelism("dp=4,zero=2");
+  const int micro = 3;
+  const GeneratedStep s = generate_step(m, p, config(2, 2 * 4 * micro));
+  const double expected = kBpe * held(m, p, 0).dense;
+  for (int r = 0; r < 4; ++r) {
+    const Tally t = tally(s.workload, r);
+    expect_rel(t.b(OpKind::kReduceScatter, "dp"), micro * expected, 1e-12, "reduce-scatter");
+    expect_rel(t.b(OpKind::kAllGather, "dp"), expected, 1e-12, "all-gather");
+    EXPECT_EQ(t.n(OpKind::kAllGather, "dp"), 1);
+  }
+}
+
 TEST(GeneratorComm, FsdpGathersEveryLayerTwiceAndReduceScattersItOncePerMicroBatch) {
   // FSDP (ZeRO-3): per micro-batch each layer's full weights are all-gathered before its forward
   // and again before its backward, and its gradients reduce-scattered once after the backward:
