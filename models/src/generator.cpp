@@ -204,27 +204,16 @@ class Generator {
     dp_group_ = tp_group_;
     ep_group_ = tp_group_;
     edp_group_ = tp_group_;
-    build_groups(
-        tp_group_, "tp",
-        [](Coord c, int i) {
-          c.tp = i;
-          return c;
-        },
-        p_.tp);
-    build_groups(
-        ep_group_, "ep",
-        [](Coord c, int i) {
-          c.ep = i;
-          return c;
-        },
-        p_.ep);
-    build_groups(
-        edp_group_, "edp",
-        [](Coord c, int i) {
-          c.dp = i;
-          return c;
-        },
-        p_.dp);
+    // Communicators along one axis of the layout: the GPUs that differ only in `axis`.
+    auto along = [](int Coord::*axis) {
+      return [axis](Coord c, int i) {
+        c.*axis = i;
+        return c;
+      };
+    };
+    build_groups(tp_group_, "tp", along(&Coord::tp), p_.tp);
+    build_groups(ep_group_, "ep", along(&Coord::ep), p_.ep);
+    build_groups(edp_group_, "edp", along(&Coord::dp), p_.dp);
     // Dense data parallelism spans the expert-parallel and data-parallel coordinates.
     build_groups(
         dp_group_, "dp",
