@@ -4,14 +4,11 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "lagom/common/embedded.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
 
 namespace lagom::models {
 namespace zoo {
@@ -223,33 +220,12 @@ namespace {
 
 using nlohmann::json;
 
-// Where we are in the document, for error messages.
-struct Ctx {
-  std::string_view origin;
-  std::string path;
-
-  Ctx at(std::string_view key) const {
-    return Ctx{origin, path.empty() ? std::string(key) : fmt::format("{}.{}", path, key)};
-  }
-  Ctx at(std::size_t i) const { return Ctx{origin, fmt::format("{}[{}]", path, i)}; }
-
-  [[noreturn]] void fail(std::string_view what) const {
-    throw Error(fmt::format("{}: {}{}{}", origin, path, path.empty() ? "" : ": ", what));
-  }
-};
-
-std::string type_of(const json& v) {
-  if (v.is_string()) {
-    return fmt::format("the string \"{}\"", v.get<std::string>());
-  }
-  if (v.is_number()) {
-    return fmt::format("the number {}", v.dump());
-  }
-  if (v.is_boolean()) {
-    return fmt::format("the boolean {}", v.dump());
-  }
-  return std::string(v.type_name());
-}
+using json_reader::Ctx;
+using json_reader::get_int;
+using json_reader::int_field;
+using json_reader::optional_field;
+using json_reader::require;
+using json_reader::type_of;
 
 constexpr std::string_view kFields[] = {"format",
                                         "version",
@@ -276,67 +252,13 @@ constexpr std::string_view kFields[] = {"format",
                                         "sources",
                                         "assumptions"};
 
-void check_known_fields(const Ctx& ctx, const json& doc) {
-  for (const auto& [key, value] : doc.items()) {
-    bool ok = false;
-    for (std::string_view k : kFields) {
-      ok = ok || key == k;
-    }
-    if (!ok) {
-      ctx.at(key).fail(fmt::format("unknown field (known fields: {})", fmt::join(kFields, ", ")));
-    }
-  }
-}
-
-const json* optional_field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-const json& require(const Ctx& ctx, const json& obj, const char* key, std::string_view what) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    ctx.fail(fmt::format("missing required field '{}' ({})", key, what));
-  }
-  return *it;
-}
-
-std::string get_string(const Ctx& ctx, const json& v) {
-  if (!v.is_string()) {
-    ctx.fail(fmt::format("expected a string, got {}", type_of(v)));
-  }
-  std::string s = v.get<std::string>();
+// A string with something in it besides white space.
+std::string get_nonblank_string(const Ctx& ctx, const json& v) {
+  std::string s = json_reader::get_string(ctx, v);
   if (s.find_first_not_of(" \t\r\n") == std::string::npos) {
     ctx.fail("must not be empty");
   }
   return s;
-}
-
-int get_int(const Ctx& ctx, const json& v, int lo, int hi) {
-  if (!v.is_number_integer()) {
-    ctx.fail(fmt::format("expected an integer, got {}", type_of(v)));
-  }
-  // Compare as 64-bit so that huge values report themselves rather than wrapping.
-  const bool is_neg = !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
-  const std::int64_t value = is_neg ? v.get<std::int64_t>()
-                                    : static_cast<std::int64_t>(std::min<std::uint64_t>(
-                                          v.get<std::uint64_t>(), std::uint64_t{1} << 62));
-  if (value < lo || value > hi) {
-    ctx.fail(fmt::format("must be between {} and {}, got {}", lo, hi, v.dump()));
-  }
-  return static_cast<int>(value);
-}
-
-int int_field(const Ctx& ctx, const json& obj, const char* key, int lo, int hi,
-              std::string_view what) {
-  return get_int(ctx.at(key), require(ctx, obj, key, what), lo, hi);
-}
-
-bool bool_value(const Ctx& ctx, const json& v) {
-  if (!v.is_boolean()) {
-    ctx.fail(fmt::format("expected true or false, got {}", type_of(v)));
-  }
-  return v.get<bool>();
 }
 
 std::vector<std::string> string_array(const Ctx& ctx, const json& v, bool non_empty) {
@@ -347,7 +269,7 @@ std::vector<std::string> string_array(const Ctx& ctx, const json& v, bool non_em
   }
   std::vector<std::string> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    out.push_back(get_string(ctx.at(i), v[i]));
+    out.push_back(get_nonblank_string(ctx.at(i), v[i]));
   }
   return out;
 }
@@ -355,22 +277,7 @@ std::vector<std::string> string_array(const Ctx& ctx, const json& v, bool non_em
 }  // namespace
 
 ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw Error(fmt::format("{}: the file is empty; expected a JSON object with \"format\": \"{}\"",
-                            origin, kModelFormat));
-  }
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
-      what = what.substr(tag_end + 2);
-    }
-    const bool truncated = e.byte >= text.size();
-    throw Error(fmt::format("{}: not valid JSON: {}{}", origin, what,
-                            truncated ? " (the document ends early: is the file truncated?)" : ""));
-  }
+  const json doc = json_reader::parse_document(text, origin, kModelFormat);
   const Ctx ctx{origin, ""};
   if (!doc.is_object()) {
     ctx.fail(fmt::format("expected a JSON object at the top level, got {}", type_of(doc)));
@@ -387,13 +294,13 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
                                          v.dump(), kModelVersion));
     }
   }
-  check_known_fields(ctx, doc);
+  json_reader::check_known_fields(ctx, doc, kFields, json_reader::UnknownField::kInPath);
 
   ModelSpec spec;
   spec.origin = std::string(origin);
-  spec.name = get_string(ctx.at("name"), require(ctx, doc, "name", "the model's name"));
-  spec.description = get_string(ctx.at("description"),
-                                require(ctx, doc, "description", "one line about the model"));
+  spec.name = get_nonblank_string(ctx.at("name"), require(ctx, doc, "name", "the model's name"));
+  spec.description = get_nonblank_string(
+      ctx.at("description"), require(ctx, doc, "description", "one line about the model"));
   spec.layers = int_field(ctx, doc, "layers", 1, kMaxLayers, "transformer blocks");
   spec.hidden = int_field(ctx, doc, "hidden", 1, kMaxWidth, "the model width");
   spec.heads = int_field(ctx, doc, "heads", 1, kMaxHeads, "attention heads");
@@ -425,7 +332,7 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
       }
       return false;
     }
-    return bool_value(ctx.at(key), *v);
+    return json_reader::get_bool(ctx.at(key), *v);
   };
   spec.gated_mlp = bool_field("gated_mlp", true, "a gated MLP such as SwiGLU");
   spec.tied_embeddings = bool_field("tied_embeddings", true, "the output head is the embedding");
@@ -461,23 +368,6 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
 // The zoo
 // ---------------------------------------------------------------------------------------------
 
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("cannot open model file '{}': {}", path, std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    throw Error(fmt::format("cannot read model file '{}'", path));
-  }
-  return std::move(ss).str();
-}
-
-}  // namespace
-
 std::vector<std::string> list_models() {
   std::vector<std::string> out;
   for (std::string_view n : embedded_names(zoo::files(), ".json")) {
@@ -494,7 +384,7 @@ ModelSpec load_model(const std::string& name_or_path) {
   const bool is_path =
       name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   if (is_path) {
-    return parse_model_json(read_file(name_or_path), name_or_path);
+    return parse_model_json(json_reader::read_text_file(name_or_path, "model file"), name_or_path);
   }
   const EmbeddedFile* f = find_embedded(zoo::files(), name_or_path + ".json");
   if (f == nullptr) {

@@ -7,76 +7,21 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
-#include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 
 namespace lagom::topologies {
 namespace {
 
+using json_reader::Ctx;
+using json_reader::expect_object;
+using json_reader::get_int;
+using json_reader::get_string;
+using json_reader::int_field;
+using json_reader::optional_field;
+using json_reader::require;
+using json_reader::type_of;
 using nlohmann::json;
-
-// Where we are in the document, for error messages.
-struct Ctx {
-  std::string_view origin;
-  std::string path;
-
-  Ctx at(std::string_view key) const {
-    return Ctx{origin, path.empty() ? std::string(key) : fmt::format("{}.{}", path, key)};
-  }
-  Ctx at(std::size_t i) const { return Ctx{origin, fmt::format("{}[{}]", path, i)}; }
-
-  [[noreturn]] void fail(std::string_view what) const {
-    throw Error(fmt::format("{}: {}{}{}", origin, path, path.empty() ? "" : ": ", what));
-  }
-};
-
-std::string type_of(const json& v) {
-  if (v.is_string()) {
-    return fmt::format("the string \"{}\"", v.get<std::string>());
-  }
-  if (v.is_number()) {
-    return fmt::format("the number {}", v.dump());
-  }
-  if (v.is_boolean()) {
-    return fmt::format("the boolean {}", v.dump());
-  }
-  return std::string(v.type_name());
-}
-
-void expect_object(const Ctx& ctx, const json& v, std::initializer_list<std::string_view> known) {
-  if (!v.is_object()) {
-    ctx.fail(fmt::format("expected an object, got {}", type_of(v)));
-  }
-  for (const auto& [key, value] : v.items()) {
-    bool ok = false;
-    for (std::string_view k : known) {
-      ok = ok || key == k;
-    }
-    if (!ok) {
-      ctx.fail(fmt::format("unknown field '{}' (known fields: {})", key, fmt::join(known, ", ")));
-    }
-  }
-}
-
-const json& require(const Ctx& ctx, const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    ctx.fail(fmt::format("missing required field '{}'", key));
-  }
-  return *it;
-}
-
-const json* optional_field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-std::string get_string(const Ctx& ctx, const json& v) {
-  if (!v.is_string()) {
-    ctx.fail(fmt::format("expected a string, got {}", type_of(v)));
-  }
-  return v.get<std::string>();
-}
 
 std::string string_field(const Ctx& ctx, const json& obj, const char* key) {
   std::string s = get_string(ctx.at(key), require(ctx, obj, key));
@@ -84,25 +29,6 @@ std::string string_field(const Ctx& ctx, const json& obj, const char* key) {
     ctx.at(key).fail("must not be empty");
   }
   return s;
-}
-
-int get_int(const Ctx& ctx, const json& v, int lo, int hi) {
-  if (!v.is_number_integer()) {
-    ctx.fail(fmt::format("expected an integer, got {}", type_of(v)));
-  }
-  // Compare as 64-bit so that huge values report themselves rather than wrapping.
-  const bool is_neg = !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
-  const std::int64_t value = is_neg ? v.get<std::int64_t>()
-                                    : static_cast<std::int64_t>(std::min<std::uint64_t>(
-                                          v.get<std::uint64_t>(), std::uint64_t{1} << 62));
-  if (value < lo || value > hi) {
-    ctx.fail(fmt::format("must be between {} and {}, got {}", lo, hi, v.dump()));
-  }
-  return static_cast<int>(value);
-}
-
-int int_field(const Ctx& ctx, const json& obj, const char* key, int lo, int hi) {
-  return get_int(ctx.at(key), require(ctx, obj, key), lo, hi);
 }
 
 // A finite number in [lo, hi]; `positive` excludes lo itself (bandwidths must be > 0).
@@ -122,11 +48,7 @@ double number_field(const Ctx& ctx, const json& obj, const char* key, double lo,
 }
 
 bool bool_field(const Ctx& ctx, const json& obj, const char* key) {
-  const json& v = require(ctx, obj, key);
-  if (!v.is_boolean()) {
-    ctx.at(key).fail(fmt::format("expected true or false, got {}", type_of(v)));
-  }
-  return v.get<bool>();
+  return json_reader::get_bool(ctx.at(key), require(ctx, obj, key));
 }
 
 std::vector<std::string> sources_field(const Ctx& ctx, const json& obj) {
@@ -330,22 +252,7 @@ NetworkSpec parse_network(const Ctx& ctx, const json& v) {
 }  // namespace
 
 ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw Error(fmt::format("{}: the file is empty; expected a JSON object with \"format\": \"{}\"",
-                            origin, kClusterFormat));
-  }
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
-      what = what.substr(tag_end + 2);
-    }
-    const bool truncated = e.byte >= text.size();
-    throw Error(fmt::format("{}: not valid JSON: {}{}", origin, what,
-                            truncated ? " (the document ends early: is the file truncated?)" : ""));
-  }
+  const json doc = json_reader::parse_document(text, origin, kClusterFormat);
   const Ctx ctx{origin, ""};
   if (!doc.is_object()) {
     ctx.fail(fmt::format("expected a JSON object at the top level, got {}", type_of(doc)));

@@ -4,17 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "lagom/common/embedded.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
 
 namespace lagom::topologies {
 namespace data {
@@ -86,19 +83,6 @@ void check_nonneg(const ClusterSpec& spec, std::string_view path, double v, std:
   if (!(v >= 0) || !std::isfinite(v)) {
     fail(spec, path, fmt::format("must be >= 0 {}, got {}", unit, v));
   }
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("cannot open cluster file '{}': {}", path, std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    throw Error(fmt::format("cannot read cluster file '{}'", path));
-  }
-  return std::move(ss).str();
 }
 
 }  // namespace
@@ -377,7 +361,7 @@ ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> 
       name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json");
   if (is_path) {
     const std::string path(name_or_path);
-    spec = parse_cluster_json(read_file(path), path);
+    spec = parse_cluster_json(json_reader::read_text_file(path, "cluster file"), path);
   } else {
     spec = parse_cluster_json(cluster_preset_text(name_or_path),
                               fmt::format("preset:{}", name_or_path));

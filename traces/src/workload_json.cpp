@@ -5,57 +5,24 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unordered_map>
 
 #include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
 #include "lagom/common/units.hpp"
 
 namespace lagom::traces {
 namespace {
 
+using json_reader::check_known_fields;
+using json_reader::Ctx;
+using json_reader::require;
 using nlohmann::json;
 
-// Where we are in the document, for error messages.
-struct Ctx {
-  std::string_view source;
-  std::string path;
-
-  [[noreturn]] void fail(std::string_view what) const {
-    throw Error(fmt::format("{}: {}{}{}", source, path, path.empty() ? "" : ": ", what));
-  }
-};
-
+// Names a boolean by its type alone ("boolean"), unlike the other readers.
 std::string type_of(const json& v) {
-  if (v.is_string()) {
-    return fmt::format("the string \"{}\"", v.get<std::string>());
-  }
-  if (v.is_number()) {
-    return fmt::format("the number {}", v.dump());
-  }
-  return std::string(v.type_name());
-}
-
-void check_keys(const Ctx& ctx, const json& obj, std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : obj.items()) {
-    bool ok = false;
-    for (std::string_view k : known) {
-      ok = ok || key == k;
-    }
-    if (!ok) {
-      ctx.fail(fmt::format("unknown field '{}' (known fields: {})", key, fmt::join(known, ", ")));
-    }
-  }
-}
-
-const json& require(const Ctx& ctx, const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    ctx.fail(fmt::format("missing required field '{}'", key));
-  }
-  return *it;
+  return v.is_boolean() ? std::string(v.type_name()) : json_reader::type_of(v);
 }
 
 std::string get_string(const Ctx& ctx, const json& v, std::string_view field) {
@@ -99,42 +66,16 @@ std::int64_t get_duration_ns(const Ctx& ctx, const json& v) {
 }  // namespace
 
 std::string read_text_file(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    throw Error(fmt::format("cannot read {} '{}'", what, path));
-  }
-  return std::move(ss).str();
+  return json_reader::read_text_file(path, what);
 }
 
 Workload parse_workload_json(std::string_view text, std::string_view source) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw Error(fmt::format("{}: the file is empty; expected a JSON object with \"format\": \"{}\"",
-                            source, kWorkloadFormat));
-  }
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5:
-    // syntax error while parsing ..."; drop the bracketed tag.
-    std::string what = e.what();
-    if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
-      what = what.substr(tag_end + 2);
-    }
-    const bool truncated = e.byte >= text.size();
-    throw Error(fmt::format("{}: not valid JSON: {}{}", source, what,
-                            truncated ? " (the document ends early: is the file truncated?)" : ""));
-  }
+  const json doc = json_reader::parse_document(text, source, kWorkloadFormat);
   Ctx ctx{source, ""};
   if (!doc.is_object()) {
     ctx.fail(fmt::format("expected a JSON object at the top level, got {}", type_of(doc)));
   }
-  check_keys(ctx, doc, {"format", "version", "description", "metadata", "groups", "ranks"});
+  check_known_fields(ctx, doc, {"format", "version", "description", "metadata", "groups", "ranks"});
   {
     const json& f = require(ctx, doc, "format");
     if (!f.is_string() || f.get<std::string>() != kWorkloadFormat) {
@@ -164,7 +105,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
       const json* rank_list = &members;
       std::vector<std::uint32_t> gpus;
       if (members.is_object()) {
-        check_keys(gctx, members, {"ranks", "gpus"});
+        check_known_fields(gctx, members, {"ranks", "gpus"});
         rank_list = &require(gctx, members, "ranks");
         if (auto g = members.find("gpus"); g != members.end()) {
           if (!g->is_array()) {
@@ -215,7 +156,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
     if (!r.is_object()) {
       rctx.fail(fmt::format("expected an object, got {}", type_of(r)));
     }
-    check_keys(rctx, r, {"rank", "streams"});
+    check_known_fields(rctx, r, {"rank", "streams"});
     const std::int64_t id = get_nonneg_int(rctx, require(rctx, r, "rank"), "rank");
     if (id >= nranks) {
       rctx.fail(fmt::format("'rank' is {}, but with {} entries in 'ranks' ranks must be 0..{}", id,
@@ -248,7 +189,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
       if (!s.is_object()) {
         sctx.fail(fmt::format("expected an object, got {}", type_of(s)));
       }
-      check_keys(sctx, s, {"stream", "ops"});
+      check_known_fields(sctx, s, {"stream", "ops"});
       const std::string sname = get_string(sctx, require(sctx, s, "stream"), "stream");
       if (sname.empty()) {
         sctx.fail("'stream' must not be empty");
@@ -269,9 +210,9 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           octx.fail("'id' must not be empty");
         }
         octx.path += fmt::format(" (id '{}')", id);
-        check_keys(octx, o,
-                   {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root", "config",
-                    "flops", "blocks", "blocks_per_sm", "class", "args"});
+        check_known_fields(octx, o,
+                           {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root",
+                            "config", "flops", "blocks", "blocks_per_sm", "class", "args"});
         const std::string kind_name = get_string(octx, require(octx, o, "kind"), "kind");
         const std::optional<OpKind> kind = parse_op_kind(kind_name);
         if (!kind) {
@@ -399,7 +340,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
             octx.fail(fmt::format("'config' must be an object, got {}", type_of(*it)));
           }
           Ctx cctx{source, octx.path + ".config"};
-          check_keys(cctx, *it, {"algo", "proto", "nchannels", "nthreads", "chunk_bytes"});
+          check_known_fields(cctx, *it, {"algo", "proto", "nchannels", "nthreads", "chunk_bytes"});
           PinnedConfig cfg;
           if (auto a = it->find("algo"); a != it->end()) {
             cfg.algo = get_string(cctx, *a, "algo");
