@@ -18,5 +18,7 @@ int calibrate_command(const std::vector<std::string>& args);
 int overlap_command(const std::vector<std::string>& args);
 int cluster_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
+int tune_command(const std::vector<std::string>& args);
+int compare_command(const std::vector<std::string>& args);
 
 }  // namespace lagom::cli

@@ -33,6 +33,10 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::cluster_command},
     {"export", "write a workload out as Chakra ET (one file per rank) or workload JSON",
      lagom::cli::export_command},
+    {"tune", "search NCCL parameters for a step (lagom, autoccl, nccl, ...); write the plan",
+     lagom::cli::tune_command},
+    {"compare", "run several search methods on one step; one row per method",
+     lagom::cli::compare_command},
 };
 
 void print_help() {

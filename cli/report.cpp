@@ -91,6 +91,9 @@ nlohmann::ordered_json context_json(const RunContext& ctx) {
   if (!ctx.generated.empty()) {
     c["generated"] = ctx.generated;
   }
+  if (!ctx.plan.empty()) {
+    c["plan"] = ctx.plan;
+  }
   return c;
 }
 
@@ -104,6 +107,9 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
              ctx.contention_model);
   if (!ctx.generated.empty()) {
     fmt::print(out, "generated    {}\n", ctx.generated);
+  }
+  if (!ctx.plan.empty()) {
+    fmt::print(out, "plan         {}\n", ctx.plan);
   }
   if (ctx.folded_replicas > 1) {
     fmt::print(out,

@@ -25,6 +25,7 @@ struct RunContext {
   double peak_flops_per_gpu = 0;
   // Known when the step was generated from a model (--model): the per-GPU memory estimate.
   std::optional<models::MemoryEstimate> memory;
+  std::string plan;         // --plan: "plan.json: 8 rules, 192 ops matched"
   std::string generated;    // what was generated ("llama3-8b, fsdp=16, ...")
   int folded_replicas = 1;  // GPUs each rank stands for (--fold)
   // Known for a generated step: its model FLOPs over the simulated ranks (recomputation left

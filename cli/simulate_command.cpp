@@ -14,6 +14,8 @@
 #include "lagom/common/hash.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/models/model_spec.hpp"
+#include "lagom/search/plan.hpp"
+#include "lagom/search/plan_source.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -22,6 +24,7 @@
 #include "lagom/traces/execution_graph.hpp"
 #include "model_input.hpp"
 #include "report.hpp"
+#include "step_input.hpp"
 #include "workload_input.hpp"
 
 namespace lagom::cli {
@@ -31,6 +34,7 @@ namespace po = boost::program_options;
 int simulate_command(const std::vector<std::string>& args) {
   WorkloadInput input;
   std::string trace_path;
+  std::string plan_path;
   HardwareOptions hw;
   ModelOptions mo;
   po::options_description desc(
@@ -53,6 +57,9 @@ int simulate_command(const std::vector<std::string>& args) {
       "no-op-times", "with --json: leave out the per-op \"ops\" array")(
       "no-contention",
       "with --cluster: overlapping ops run as if alone (no SM, HBM or link sharing)")(
+      "plan", po::value(&plan_path),
+      "with --cluster: run the collectives with a config plan (docs/formats/plan.md), as "
+      "`lagom tune --out` writes it")(
       "trace", po::value(&trace_path),
       "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
   add_workload_input_options(desc, input);
@@ -80,53 +87,33 @@ int simulate_command(const std::vector<std::string>& args) {
   if (vm.count("no-op-times") && !vm.count("json")) {
     throw po::error("--no-op-times only applies with --json");
   }
-  const bool from_model = model_requested(mo, vm);
-  if (from_model && (!vm["workload"].defaulted() || vm.count("chakra"))) {
-    throw po::error("--workload, --chakra and --model are alternatives; give one");
-  }
-  if (from_model && hw.cluster.empty()) {
-    throw po::error("--model needs --cluster (the generated step is sized to its GPUs)");
-  }
-  if (hw.cluster.empty() && (hw.nodes != 0 || !hw.profile.empty())) {
-    throw po::error("--nodes and --profile need --cluster");
-  }
-  std::optional<Hardware> hardware;
-  if (!hw.cluster.empty()) {
-    hardware = load_hardware(hw);
-  }
-  std::optional<models::MemoryEstimate> memory;
-  std::string generated;
-  int folded = 1;
-  std::optional<double> model_flops;
-  LoadedWorkload in;
-  if (from_model) {
-    mo.gpu_memory_bytes = hardware->profile.gpu.memory_GB.value * 1e9;
-    models::GeneratedStep step =
-        generate_from_options(mo, hardware->cluster.gpu_count(), hardware->cluster.gpus_per_node());
-    memory = step.memory;
-    generated = step.description;
-    folded = step.folded_replicas;
-    model_flops = step.figures.flops;
-    in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
-                        "fnv1a64:" + hex64(fnv1a64(generated))};
-  } else {
-    in = load_workload_input(input, vm);
-  }
+  StepInput step = load_step_input(input, hw, mo, vm, /*need_cluster=*/false);
+  const std::optional<Hardware>& hardware = step.hardware;
+  const LoadedWorkload& in = step.in;
   const traces::Workload& w = in.workload;
   const traces::ExecutionGraph graph = traces::analyze(w, in.source);
   std::unique_ptr<sim::ModelCost> cost;
   std::unique_ptr<sim::ResourceContention> contention;
+  search::ConfigPlan plan;
+  std::unique_ptr<search::PlanOverrides> overrides;
   if (hardware) {
     try {
       cost = std::make_unique<sim::ModelCost>(hardware->cluster, hardware->profile, w);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", in.source, e.what()));
     }
+    if (!plan_path.empty()) {
+      plan = search::load_plan_file(plan_path);
+      overrides = std::make_unique<search::PlanOverrides>(plan, w, *cost, plan_path);
+      cost->set_config_source(overrides.get());
+    }
     if (!vm.count("no-contention")) {
       contention = std::make_unique<sim::ResourceContention>(*cost);
     }
   } else if (vm.count("no-contention")) {
     throw po::error("--no-contention needs --cluster");
+  } else if (!plan_path.empty()) {
+    throw po::error("--plan needs --cluster (plans set NCCL parameters the models time)");
   }
   sim::Engine engine(w, graph, sim::SimOptions{cost.get(), contention.get()});
   sim::SimResult result;
@@ -145,10 +132,14 @@ int simulate_command(const std::vector<std::string>& args) {
   if (hardware) {
     ctx.peak_flops_per_gpu = hardware->profile.gpu.bf16_TFLOPS.value * 1e12;
   }
-  ctx.memory = memory;
-  ctx.generated = generated;
-  ctx.folded_replicas = folded;
-  ctx.model_flops = model_flops;
+  ctx.memory = step.memory;
+  ctx.generated = step.generated;
+  ctx.folded_replicas = step.folded;
+  ctx.model_flops = step.model_flops;
+  if (overrides) {
+    ctx.plan = fmt::format("{}: {} rules, {} communication ops matched", plan_path,
+                           plan.rules.size(), overrides->matched_ops());
+  }
 
   if (!trace_path.empty()) {
     std::ofstream out(trace_path, std::ios::binary);

@@ -96,6 +96,15 @@ const ModelCost::Communicator& ModelCost::communicator_of(const traces::Workload
 CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) const {
   const CollKind kind = coll_of(w, op);
   const Communicator& c = communicator_of(w, op);
+  if (source_ != nullptr) {
+    if (const ConfigOverride* o = source_->override_for(op)) {
+      try {
+        return resolve_config(c.tables, kind, w.bytes(op), *o);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: plan: {}", w.describe(op), e.what()));
+      }
+    }
+  }
   ConfigOverride pin;
   if (const traces::PinnedConfig* p = w.pinned_config(op)) {
     if (!p->algo.empty() && !(pin.algo = parse_algorithm(p->algo))) {
@@ -117,6 +126,15 @@ CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) con
   } catch (const Error& e) {
     throw Error(fmt::format("{}: pinned config: {}", w.describe(op), e.what()));
   }
+}
+
+const NcclTables& ModelCost::nccl_tables(const traces::Workload& w, traces::OpId op) const {
+  return communicator_of(w, op).tables;
+}
+
+const topologies::CommunicatorInfo& ModelCost::communicator_info(const traces::Workload& w,
+                                                                 traces::OpId op) const {
+  return communicator_of(w, op).info;
 }
 
 CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op) const {

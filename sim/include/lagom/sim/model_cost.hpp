@@ -21,11 +21,22 @@
 #include "lagom/sim/collective_model.hpp"
 #include "lagom/sim/comm_config.hpp"
 #include "lagom/sim/compute_model.hpp"
+#include "lagom/sim/config_override.hpp"
 #include "lagom/sim/cost_model.hpp"
 #include "lagom/sim/nccl_tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
+#include "lagom/topologies/communicator.hpp"
 
 namespace lagom::sim {
+
+// Per-op configuration overrides: a plan being searched or replayed (search/). An override takes
+// precedence over the op's pinned config in the workload; what it leaves unset is NCCL's choice.
+class ConfigSource {
+ public:
+  virtual ~ConfigSource() = default;
+  // The override for communication op `op`, or nullptr to use the op's own config.
+  virtual const ConfigOverride* override_for(traces::OpId op) const = 0;
+};
 
 class ModelCost final : public CostModel {
  public:
@@ -49,6 +60,15 @@ class ModelCost final : public CostModel {
   // How long `op` takes alone, in microseconds: its duration_us when given, else the model's.
   double alone_us(const traces::Workload& w, traces::OpId op) const;
 
+  // Overrides for communication ops (nullptr: none). The source must outlive its use; changing
+  // what it returns between simulations is allowed (nothing here caches configs).
+  void set_config_source(const ConfigSource* source) { source_ = source; }
+  // NCCL's view of the communicator a communication op runs on: its tuning tables (for its own
+  // choice and for legality) and the topology summary (nodes, ranks, paths).
+  const NcclTables& nccl_tables(const traces::Workload& w, traces::OpId op) const;
+  const topologies::CommunicatorInfo& communicator_info(const traces::Workload& w,
+                                                        traces::OpId op) const;
+
   const ComputeModel& compute() const { return compute_; }
   const calibrate::HardwareProfile& profile() const { return profile_; }
   const topologies::Cluster& cluster() const { return cluster_; }
@@ -64,6 +84,7 @@ class ModelCost final : public CostModel {
   std::vector<std::unique_ptr<Communicator>> groups_;  // by GroupId
   // Send/recv without a group: the two ranks, keyed by (low, high).
   std::map<std::pair<int, int>, std::unique_ptr<Communicator>> pairs_;
+  const ConfigSource* source_ = nullptr;
 };
 
 }  // namespace lagom::sim

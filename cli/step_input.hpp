@@ -1,0 +1,34 @@
+// The step a modelling command works on and the hardware it runs on: a workload (JSON file,
+// built-in, Chakra trace) or a step generated from a model (--model), shared by `lagom
+// simulate`, `lagom tune` and `lagom compare`.
+#pragma once
+
+#include <boost/program_options/variables_map.hpp>
+#include <optional>
+#include <string>
+
+#include "hardware_options.hpp"
+#include "lagom/models/generator.hpp"
+#include "model_input.hpp"
+#include "workload_input.hpp"
+
+namespace lagom::cli {
+
+struct StepInput {
+  LoadedWorkload in;
+  std::optional<Hardware> hardware;  // with --cluster
+  // A generated step's figures (--model): memory estimate, description, folded replicas and
+  // model FLOPs.
+  std::optional<models::MemoryEstimate> memory;
+  std::string generated;
+  int folded = 1;
+  std::optional<double> model_flops;
+};
+
+// Checks the combination (--workload, --chakra and --model are alternatives; --model, --nodes
+// and --profile need --cluster, which `need_cluster` makes mandatory) and loads the step:
+// boost::program_options::error for the command line, lagom::Error for bad input.
+StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
+                          const boost::program_options::variables_map& vm, bool need_cluster);
+
+}  // namespace lagom::cli

@@ -1,0 +1,80 @@
+// The search's oracle: simulates a step under a candidate assignment of configurations to its
+// tunable collectives and measures what the searches need (docs/search.md).
+//
+// A *collective class* is what one plan rule covers and what NCCL's tuner plugin can tell
+// apart: calls of the same collective, byte count, node count and rank count. Every call of a
+// class runs with the class's configuration (e.g. the 32 per-layer all-gathers of an FSDP step
+// are one class). NCCL's five tuned collectives and all-to-all are tunable; send/recv keep
+// NCCL's choice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/search/space.hpp"
+#include "lagom/sim/model_cost.hpp"
+#include "lagom/topologies/cluster.hpp"
+#include "lagom/traces/execution_graph.hpp"
+#include "lagom/traces/workload.hpp"
+
+namespace lagom::search {
+
+struct CollClass {
+  sim::CollKind coll = sim::CollKind::kAllReduce;
+  std::int64_t bytes = 0;
+  int nnodes = 0;
+  int nranks = 0;
+  int calls = 0;                       // communication instances of the step in this class
+  std::vector<traces::OpId> examples;  // one member op per instance
+  sim::CommConfig nccl;                // NCCL's own choice (of the first instance's communicator)
+  std::vector<Subspace> subspaces;     // legal on every communicator of the class
+};
+
+struct Evaluation {
+  Time step_time;
+  // Per class (same order as Evaluator::classes()):
+  std::vector<double> comm_us;  // x_j: summed duration of its calls (start to end, one member)
+  // Over the overlap groups (sim/stats.hpp) that hold one of its calls, summed over all ranks'
+  // groups: X (communication) and Y (computation) of eq. 1.
+  std::vector<double> group_comm_us;
+  std::vector<double> group_compute_us;
+  double compute_us = 0;  // every compute op's running time, all ranks
+};
+
+class Evaluator final : private sim::ConfigSource {
+ public:
+  // The workload, cluster and profile must outlive the evaluator. Throws lagom::Error as
+  // ModelCost does (workload larger than the cluster, illegal pinned configs).
+  Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
+            const calibrate::HardwareProfile& profile, SpaceOptions space, bool contention = true);
+  ~Evaluator() override;
+
+  const std::vector<CollClass>& classes() const { return classes_; }
+  const SpaceOptions& space() const { return space_; }
+  const traces::Workload& workload() const { return w_; }
+
+  // Simulates the step with `configs[j]` for class j (nullopt: NCCL's own choice). Counts one
+  // evaluation.
+  Evaluation evaluate(std::span<const std::optional<sim::CommConfig>> configs);
+  long evaluations() const { return evaluations_; }
+
+ private:
+  const sim::ConfigOverride* override_for(traces::OpId op) const override;
+
+  const traces::Workload& w_;
+  SpaceOptions space_;
+  bool contention_;
+  traces::ExecutionGraph graph_;
+  std::unique_ptr<sim::ModelCost> cost_;
+  std::vector<CollClass> classes_;
+  std::vector<std::int32_t> class_of_op_;  // -1: not tunable
+  std::vector<sim::ConfigOverride> current_;
+  std::vector<bool> active_;
+  long evaluations_ = 0;
+};
+
+}  // namespace lagom::search

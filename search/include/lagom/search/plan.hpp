@@ -1,0 +1,86 @@
+// A config plan: which NCCL parameters each collective of a step runs with, as rules that match
+// calls by (collective, size range, nodes, ranks), first match wins (docs/formats/plan.md).
+// `lagom tune` writes plans, `lagom simulate --plan` replays them and the tuner plugin (tuner/)
+// applies them inside real NCCL. This header depends only on the NCCL enums (sim/comm_config),
+// so that the plugin can compile it without the simulator.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lagom/sim/comm_config.hpp"
+
+namespace lagom::search {
+
+inline constexpr int kAnyCount = -1;  // nnodes / nranks that match any communicator
+
+struct PlanRule {
+  sim::CollKind coll = sim::CollKind::kAllReduce;
+  std::int64_t min_bytes = 0;
+  std::int64_t max_bytes = 0;
+  int nnodes = kAnyCount;
+  int nranks = kAnyCount;
+  // What the rule sets; unset is NCCL's choice.
+  std::optional<sim::Algorithm> algo;
+  std::optional<sim::Protocol> proto;
+  int nchannels = 0;  // 0: unset
+  int nthreads = 0;
+  std::int64_t chunk_bytes = 0;
+  // What the search saw (informational; readers ignore them): calls of the step the rule
+  // covers, their mean time under the plan and NCCL's own choice with its time.
+  int calls = 0;
+  double time_us = 0;
+  std::optional<sim::CommConfig> nccl;
+  double nccl_time_us = 0;
+
+  bool matches(sim::CollKind c, std::int64_t bytes, int comm_nnodes, int comm_nranks) const {
+    return c == coll && bytes >= min_bytes && bytes <= max_bytes &&
+           (nnodes == kAnyCount || nnodes == comm_nnodes) &&
+           (nranks == kAnyCount || nranks == comm_nranks);
+  }
+};
+
+struct PlanContext {
+  std::string method;
+  std::string workload;
+  std::string cluster;
+  std::string profile;
+  double step_time_us = 0;
+  double nccl_step_time_us = 0;
+  long evaluations = 0;  // (the search's wall time is not written: plans are deterministic)
+};
+
+struct ConfigPlan {
+  PlanContext context;
+  std::vector<PlanRule> rules;
+
+  // The first rule matching a call, or nullptr.
+  const PlanRule* find(sim::CollKind c, std::int64_t bytes, int nnodes, int nranks) const;
+};
+
+// Strict reader: unknown fields, wrong types, out-of-range values and rules that cannot match
+// (min_bytes > max_bytes) are lagom::Error naming `origin`, the JSON path and what was expected.
+ConfigPlan parse_plan_json(std::string_view text, std::string_view origin);
+ConfigPlan load_plan_file(const std::string& path);
+
+// Writes the plan (rules in order); byte-identical for identical plans.
+void write_plan_json(const ConfigPlan& plan, std::ostream& out);
+
+// The CSV NCCL's example tuner plugin reads (reference/nccl.md §3.3):
+// coll,minB,maxB,algo,proto,channels,nNodes,nRanks — explicit channels on every line (the
+// example plugin forces one CTA otherwise) and, after the plan's rules, catch-all lines that keep
+// NCCL's algorithm choice... which the example plugin cannot express, so they are documented in a
+// comment instead (see the implementation). Rules the plugin cannot apply (alltoall) are left out
+// with a comment.
+void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out);
+
+// Shell `export` lines for what NCCL sets only per process (NCCL_NTHREADS, NCCL_LL128_NTHREADS,
+// NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_MIN_CTAS), with a comment for every
+// knob on which the plan's rules disagree (those need a patched NCCL to apply per call).
+void write_nccl_env(const ConfigPlan& plan, std::ostream& out);
+
+}  // namespace lagom::search

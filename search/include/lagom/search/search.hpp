@@ -1,0 +1,75 @@
+// Searches for NCCL configurations that make a step fast, with the simulator as the oracle
+// (docs/search.md has the algorithms, the paper's ambiguities and what we chose):
+//  * nccl: NCCL 2.28's own choice for every call (one evaluation).
+//  * autoccl: AutoCCL's per-collective coordinate descent over (NC, NT, C) inside every
+//    (algorithm, protocol) subspace, each class minimising its own time measured in the step
+//    (under interference), all classes tuned at once as AutoCCL tunes online.
+//  * lagom: the Lagom paper's Algorithm 1 (the class with the smallest priority H = compute time
+//    added per unit of its communication time saved goes next) and Algorithm 2 (start at minimum
+//    resources, grow by a step proportional to the last relative gain, stop when the collective
+//    slows or its overlap groups' communication is hidden).
+//  * exhaustive: every combination of every class's grid points (an oracle for small spaces).
+//  * random: `budget` uniformly drawn combinations, seeded.
+// Every method returns its plan, the step time under it, NCCL's step time, the evaluations and
+// the wall time; the same inputs give the same plan.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lagom/search/evaluator.hpp"
+#include "lagom/search/plan.hpp"
+
+namespace lagom::search {
+
+enum class Method { kNccl, kAutoCcl, kLagom, kExhaustive, kRandom };
+
+std::string_view to_string(Method m);
+// "nccl", "autoccl", "lagom", "exhaustive", "random" (case-insensitive).
+std::optional<Method> parse_method(std::string_view text);
+
+// Where Lagom's resource walk runs for each class: in NCCL's own (algorithm, protocol), or in
+// the subspace where the class is fastest at NCCL's resources (one extra evaluation per
+// subspace round).
+enum class LagomSubspace { kNccl, kBest };
+
+struct SearchOptions {
+  Method method = Method::kLagom;
+  long budget = 0;  // evaluations at most; 0: the method's default (docs/search.md)
+  std::uint64_t seed = 1;
+  LagomSubspace lagom_subspace = LagomSubspace::kNccl;
+  // Lagom's growth step: after a relative gain g each resource moves max(1, round(g *
+  // lr_scale)) grid points (the paper's "NC += lr" read in candidate-index units).
+  double lagom_lr_scale = 1.0;
+  // Lagom: a step must shorten the class's communication by more than this fraction to count
+  // as an improvement (on real GPUs, measurement noise plays this part).
+  double lagom_min_gain = 0.01;
+  // Lagom: a step that lengthens the step (the makespan of the overlap groups) is undone and
+  // ends the class: past the balance point X = Y more resources only slow the computation.
+  bool lagom_step_guard = true;
+};
+
+struct ClassChoice {
+  sim::CommConfig config;   // chosen
+  double time_us = 0;       // its calls' mean time in the final evaluation
+  double nccl_time_us = 0;  // and in NCCL's evaluation
+};
+
+struct SearchResult {
+  Method method = Method::kNccl;
+  Time step_time;
+  Time nccl_step_time;
+  long evaluations = 0;              // including NCCL's baseline and the final check
+  double search_ms = 0;              // wall time of the search
+  std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
+  ConfigPlan plan;                   // one rule per class (none for nccl)
+};
+
+// Runs one method. lagom::Error when the method cannot run within its budget (exhaustive on a
+// space larger than the budget says how large the space is).
+SearchResult run_search(Evaluator& eval, const SearchOptions& options);
+
+}  // namespace lagom::search

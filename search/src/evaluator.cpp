@@ -1,0 +1,168 @@
+// Collective classes and step evaluation (see evaluator.hpp).
+#include "lagom/search/evaluator.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "lagom/common/error.hpp"
+#include "lagom/sim/engine.hpp"
+#include "lagom/sim/resource_contention.hpp"
+#include "lagom/sim/stats.hpp"
+
+namespace lagom::search {
+namespace {
+
+bool tunable(sim::CollKind k) {
+  return sim::is_tuned(k) || k == sim::CollKind::kAllToAll;
+}
+
+// Keeps the grid points of `s` that NCCL also accepts on the communicator of `t` (classes
+// merge communicators of the same shape; their topologies may still differ).
+bool restrict_to(Subspace& s, const sim::NcclTables& t, sim::CollKind coll, std::int64_t bytes) {
+  if (sim::is_tuned(coll) && sim::nccl_algo_time_us(t, coll, s.algo, s.proto, bytes) < 0) {
+    return false;
+  }
+  auto ok = [&](const sim::CommConfig& c) { return !sim::why_illegal(t.comm, coll, c); };
+  sim::CommConfig base = s.nccl;
+  std::erase_if(s.channels, [&](int v) {
+    sim::CommConfig c = base;
+    c.nchannels = v;
+    return !ok(c);
+  });
+  std::erase_if(s.threads, [&](int v) {
+    sim::CommConfig c = base;
+    c.nthreads = v;
+    return !ok(c);
+  });
+  std::erase_if(s.chunks, [&](std::int64_t v) {
+    sim::CommConfig c = base;
+    c.chunk_bytes = v;
+    return !ok(c);
+  });
+  return s.size() > 0;
+}
+
+}  // namespace
+
+Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
+                     const calibrate::HardwareProfile& profile, SpaceOptions space, bool contention)
+    : w_(w), space_(space), contention_(contention), graph_(traces::analyze(w)) {
+  cost_ = std::make_unique<sim::ModelCost>(cluster, profile, w);
+  class_of_op_.assign(w.op_count(), -1);
+  using Key = std::tuple<int, std::int64_t, int, int>;
+  std::map<Key, std::int32_t> index;
+  std::vector<std::set<const sim::NcclTables*>> tables;
+  for (traces::InstanceId i = 0; i < graph_.instance_count(); ++i) {
+    const auto members = graph_.members(i);
+    const traces::OpId op = members.front();
+    const auto kind = sim::coll_kind_of(w.kind(op));
+    if (!kind || !tunable(*kind) || w.duration_ns(op) != traces::kNoDuration) {
+      continue;
+    }
+    const topologies::CommunicatorInfo& info = cost_->communicator_info(w, op);
+    const Key key{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
+    auto [it, fresh] = index.emplace(key, static_cast<std::int32_t>(classes_.size()));
+    if (fresh) {
+      CollClass c;
+      c.coll = *kind;
+      c.bytes = w.bytes(op);
+      c.nnodes = info.nnodes;
+      c.nranks = info.nranks;
+      c.nccl = cost_->config_for(w, op);
+      classes_.push_back(std::move(c));
+      tables.emplace_back();
+    }
+    CollClass& c = classes_[static_cast<std::size_t>(it->second)];
+    ++c.calls;
+    c.examples.push_back(op);
+    tables[static_cast<std::size_t>(it->second)].insert(&cost_->nccl_tables(w, op));
+    for (traces::OpId m : members) {
+      class_of_op_[m] = it->second;
+    }
+  }
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    CollClass& c = classes_[j];
+    const sim::NcclTables& first = cost_->nccl_tables(w, c.examples.front());
+    c.subspaces = subspaces(first, c.coll, c.bytes, space_);
+    for (const sim::NcclTables* t : tables[j]) {
+      if (t != &first) {
+        std::erase_if(c.subspaces,
+                      [&](Subspace& s) { return !restrict_to(s, *t, c.coll, c.bytes); });
+      }
+    }
+    if (c.subspaces.empty()) {
+      throw Error(fmt::format("{} of {} bytes on {} ranks: no configuration NCCL accepts",
+                              sim::to_string(c.coll), c.bytes, c.nranks));
+    }
+  }
+  current_.resize(classes_.size());
+  active_.assign(classes_.size(), false);
+  cost_->set_config_source(this);
+}
+
+Evaluator::~Evaluator() = default;
+
+const sim::ConfigOverride* Evaluator::override_for(traces::OpId op) const {
+  const std::int32_t j = class_of_op_[op];
+  if (j < 0 || !active_[static_cast<std::size_t>(j)]) {
+    return nullptr;
+  }
+  return &current_[static_cast<std::size_t>(j)];
+}
+
+Evaluation Evaluator::evaluate(std::span<const std::optional<sim::CommConfig>> configs) {
+  if (configs.size() != classes_.size()) {
+    throw Error(fmt::format("internal: {} configurations for {} collective classes", configs.size(),
+                            classes_.size()));
+  }
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    active_[j] = configs[j].has_value();
+    if (configs[j]) {
+      const sim::CommConfig& c = *configs[j];
+      current_[j] = sim::ConfigOverride{c.algo, c.proto, c.nchannels, c.nthreads, c.chunk_bytes};
+    }
+  }
+  ++evaluations_;
+  std::unique_ptr<sim::ResourceContention> rc;
+  if (contention_) {
+    rc = std::make_unique<sim::ResourceContention>(*cost_);
+  }
+  sim::Engine engine(w_, graph_, sim::SimOptions{cost_.get(), rc.get()});
+  const sim::SimResult r = engine.run();
+
+  Evaluation e;
+  e.step_time = r.step_time;
+  const std::size_t n = classes_.size();
+  e.comm_us.assign(n, 0.0);
+  e.group_comm_us.assign(n, 0.0);
+  e.group_compute_us.assign(n, 0.0);
+  for (std::size_t j = 0; j < n; ++j) {
+    for (traces::OpId op : classes_[j].examples) {
+      e.comm_us[j] += (r.ops[op].end - r.ops[op].start).us();
+    }
+  }
+  for (traces::OpId op = 0; op < w_.op_count(); ++op) {
+    if (w_.kind(op) == traces::OpKind::kCompute) {
+      e.compute_us += (r.ops[op].end - r.ops[op].start).us();
+    }
+  }
+  const sim::OverlapStats groups = sim::find_overlap_groups(w_, r);
+  std::vector<std::size_t> seen(n, static_cast<std::size_t>(-1));
+  for (std::size_t g = 0; g < groups.groups.size(); ++g) {
+    const sim::OverlapGroup& group = groups.groups[g];
+    for (traces::OpId op : groups.ops_of(group)) {
+      const std::int32_t j = class_of_op_[op];
+      if (j >= 0 && seen[static_cast<std::size_t>(j)] != g) {
+        seen[static_cast<std::size_t>(j)] = g;
+        e.group_comm_us[static_cast<std::size_t>(j)] += group.comm.us();
+        e.group_compute_us[static_cast<std::size_t>(j)] += group.compute.us();
+      }
+    }
+  }
+  return e;
+}
+
+}  // namespace lagom::search

@@ -1,0 +1,411 @@
+// Config plans: the strict reader, the writer and the NCCL exports (see plan.hpp).
+#include "lagom/search/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
+
+namespace lagom::search {
+
+using json_reader::Ctx;
+using nlohmann::json;
+
+const PlanRule* ConfigPlan::find(sim::CollKind c, std::int64_t bytes, int nnodes,
+                                 int nranks) const {
+  for (const PlanRule& r : rules) {
+    if (r.matches(c, bytes, nnodes, nranks)) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;  // 1 PiB: beyond any collective
+constexpr int kMaxChannels = 64;                           // NCCL's MAXCHANNELS
+
+std::int64_t get_bytes(const Ctx& ctx, const json& v) {
+  if (!v.is_number_integer() ||
+      (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0)) {
+    ctx.fail(
+        fmt::format("expected a byte count (an integer >= 0), got {}", json_reader::type_of(v)));
+  }
+  const auto b = v.get<std::uint64_t>();
+  if (b > static_cast<std::uint64_t>(kMaxBytes)) {
+    ctx.fail(fmt::format("{} bytes is out of range (at most 2^50)", b));
+  }
+  return static_cast<std::int64_t>(b);
+}
+
+int get_count_or_any(const Ctx& ctx, const json& v) {
+  if (!v.is_number_integer()) {
+    ctx.fail(fmt::format("expected a count (an integer >= 1, or -1 for any), got {}",
+                         json_reader::type_of(v)));
+  }
+  const auto n = v.get<std::int64_t>();
+  if (n != kAnyCount && (n < 1 || n > (1 << 24))) {
+    ctx.fail(fmt::format("expected a count (an integer >= 1, or -1 for any), got {}", n));
+  }
+  return static_cast<int>(n);
+}
+
+double get_number(const Ctx& ctx, const json& v) {
+  if (!v.is_number() || !std::isfinite(v.get<double>())) {
+    ctx.fail(fmt::format("expected a number, got {}", json_reader::type_of(v)));
+  }
+  return v.get<double>();
+}
+
+sim::CommConfig parse_nccl_choice(const Ctx& ctx, const json& v, double& time_us) {
+  json_reader::expect_object(ctx, v,
+                             {"algo", "proto", "nchannels", "nthreads", "chunk_bytes", "time_us"});
+  sim::CommConfig c;
+  const std::string a =
+      json_reader::get_string(ctx.at("algo"), json_reader::require(ctx, v, "algo"));
+  const std::string p =
+      json_reader::get_string(ctx.at("proto"), json_reader::require(ctx, v, "proto"));
+  auto algo = sim::parse_algorithm(a);
+  auto proto = sim::parse_protocol(p);
+  if (!algo) {
+    ctx.at("algo").fail(fmt::format("unknown algorithm '{}'", a));
+  }
+  if (!proto) {
+    ctx.at("proto").fail(fmt::format("unknown protocol '{}'", p));
+  }
+  c.algo = *algo;
+  c.proto = *proto;
+  c.nchannels = json_reader::int_field(ctx, v, "nchannels", 1, kMaxChannels);
+  c.nthreads = json_reader::int_field(ctx, v, "nthreads", 32, 1024);
+  c.chunk_bytes = get_bytes(ctx.at("chunk_bytes"), json_reader::require(ctx, v, "chunk_bytes"));
+  if (const json* t = json_reader::optional_field(v, "time_us")) {
+    time_us = get_number(ctx.at("time_us"), *t);
+  }
+  return c;
+}
+
+PlanRule parse_rule(const Ctx& ctx, const json& v) {
+  json_reader::expect_object(ctx, v,
+                             {"coll", "min_bytes", "max_bytes", "nnodes", "nranks", "algo", "proto",
+                              "nchannels", "nthreads", "chunk_bytes", "calls", "time_us", "nccl"});
+  PlanRule r;
+  const std::string coll =
+      json_reader::get_string(ctx.at("coll"), json_reader::require(ctx, v, "coll"));
+  auto kind = sim::parse_coll_kind(coll);
+  if (!kind || (!sim::is_tuned(*kind) && *kind != sim::CollKind::kAllToAll)) {
+    ctx.at("coll").fail(fmt::format(
+        "unknown collective '{}' (known: allreduce, allgather, reducescatter, broadcast, "
+        "reduce, alltoall)",
+        coll));
+  }
+  r.coll = *kind;
+  r.min_bytes = get_bytes(ctx.at("min_bytes"), json_reader::require(ctx, v, "min_bytes"));
+  r.max_bytes = get_bytes(ctx.at("max_bytes"), json_reader::require(ctx, v, "max_bytes"));
+  if (r.min_bytes > r.max_bytes) {
+    ctx.fail(fmt::format("min_bytes {} is above max_bytes {}: the rule can never match",
+                         r.min_bytes, r.max_bytes));
+  }
+  r.nnodes = get_count_or_any(ctx.at("nnodes"), json_reader::require(ctx, v, "nnodes"));
+  r.nranks = get_count_or_any(ctx.at("nranks"), json_reader::require(ctx, v, "nranks"));
+  if (const json* a = json_reader::optional_field(v, "algo")) {
+    const std::string s = json_reader::get_string(ctx.at("algo"), *a);
+    if (!(r.algo = sim::parse_algorithm(s))) {
+      ctx.at("algo").fail(fmt::format(
+          "unknown algorithm '{}' (NCCL's: Tree, Ring, CollNetDirect, CollNetChain, NVLS, "
+          "NVLSTree, PAT)",
+          s));
+    }
+  }
+  if (const json* p = json_reader::optional_field(v, "proto")) {
+    const std::string s = json_reader::get_string(ctx.at("proto"), *p);
+    if (!(r.proto = sim::parse_protocol(s))) {
+      ctx.at("proto").fail(fmt::format("unknown protocol '{}' (NCCL's: LL, LL128, Simple)", s));
+    }
+  }
+  if (json_reader::optional_field(v, "nchannels")) {
+    r.nchannels = json_reader::int_field(ctx, v, "nchannels", 1, kMaxChannels);
+  }
+  if (json_reader::optional_field(v, "nthreads")) {
+    r.nthreads = json_reader::int_field(ctx, v, "nthreads", 32, 1024);
+  }
+  if (const json* c = json_reader::optional_field(v, "chunk_bytes")) {
+    r.chunk_bytes = get_bytes(ctx.at("chunk_bytes"), *c);
+    if (r.chunk_bytes == 0) {
+      ctx.at("chunk_bytes").fail("must be at least 1 (leave it out for NCCL's choice)");
+    }
+  }
+  if (json_reader::optional_field(v, "calls")) {
+    r.calls = json_reader::int_field(ctx, v, "calls", 0, 1 << 30);
+  }
+  if (const json* t = json_reader::optional_field(v, "time_us")) {
+    r.time_us = get_number(ctx.at("time_us"), *t);
+  }
+  if (const json* n = json_reader::optional_field(v, "nccl")) {
+    r.nccl = parse_nccl_choice(ctx.at("nccl"), *n, r.nccl_time_us);
+  }
+  return r;
+}
+
+PlanContext parse_context(const json& v) {
+  // Informational: take what is there and well-typed, ignore the rest.
+  PlanContext c;
+  auto str = [&](const char* key, std::string& out) {
+    if (auto it = v.find(key); it != v.end() && it->is_string()) {
+      out = it->get<std::string>();
+    }
+  };
+  auto num = [&](const char* key, auto& out) {
+    if (auto it = v.find(key); it != v.end() && it->is_number()) {
+      out = it->get<std::remove_reference_t<decltype(out)>>();
+    }
+  };
+  str("method", c.method);
+  str("workload", c.workload);
+  str("cluster", c.cluster);
+  str("profile", c.profile);
+  num("step_time_us", c.step_time_us);
+  num("nccl_step_time_us", c.nccl_step_time_us);
+  num("evaluations", c.evaluations);
+  return c;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  return out;
+}
+
+// The example plugin's tokens: "allreduce", "ring", "ll128", "collnet_direct", "nvls_tree".
+std::string csv_algo(sim::Algorithm a) {
+  switch (a) {
+    case sim::Algorithm::kCollNetDirect:
+      return "collnet_direct";
+    case sim::Algorithm::kCollNetChain:
+      return "collnet_chain";
+    case sim::Algorithm::kNvlsTree:
+      return "nvls_tree";
+    default:
+      return lower(sim::to_string(a));
+  }
+}
+
+}  // namespace
+
+ConfigPlan parse_plan_json(std::string_view text, std::string_view origin) {
+  const json doc = json_reader::parse_document(text, origin, "lagom-plan");
+  const Ctx top{origin, ""};
+  json_reader::expect_object(top, doc, {"format", "version", "context", "rules"});
+  const json& format = json_reader::require(top, doc, "format");
+  if (!format.is_string() || format.get<std::string>() != "lagom-plan") {
+    top.at("format").fail(
+        fmt::format("expected \"lagom-plan\", got {}", json_reader::type_of(format)));
+  }
+  const json& version = json_reader::require(top, doc, "version");
+  if (!version.is_number_integer() || version.get<std::int64_t>() != 1) {
+    top.at("version").fail(
+        fmt::format("this Lagom reads plan version 1, got {}", json_reader::type_of(version)));
+  }
+  ConfigPlan plan;
+  if (const json* c = json_reader::optional_field(doc, "context")) {
+    if (!c->is_object()) {
+      top.at("context").fail(fmt::format("expected an object, got {}", json_reader::type_of(*c)));
+    }
+    plan.context = parse_context(*c);
+  }
+  const json& rules = json_reader::require(top, doc, "rules");
+  if (!rules.is_array()) {
+    top.at("rules").fail(
+        fmt::format("expected an array of rules, got {}", json_reader::type_of(rules)));
+  }
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    plan.rules.push_back(parse_rule(top.at("rules").at(i), rules[i]));
+  }
+  return plan;
+}
+
+ConfigPlan load_plan_file(const std::string& path) {
+  return parse_plan_json(json_reader::read_text_file(path, "plan file"), path);
+}
+
+void write_plan_json(const ConfigPlan& plan, std::ostream& out) {
+  nlohmann::ordered_json j;
+  j["format"] = "lagom-plan";
+  j["version"] = 1;
+  const PlanContext& c = plan.context;
+  j["context"] = {{"method", c.method},
+                  {"workload", c.workload},
+                  {"cluster", c.cluster},
+                  {"profile", c.profile},
+                  {"step_time_us", c.step_time_us},
+                  {"nccl_step_time_us", c.nccl_step_time_us},
+                  {"evaluations", c.evaluations}};
+  auto& rules = j["rules"] = nlohmann::ordered_json::array();
+  for (const PlanRule& r : plan.rules) {
+    nlohmann::ordered_json jr;
+    jr["coll"] = lower(sim::to_string(r.coll));
+    jr["min_bytes"] = r.min_bytes;
+    jr["max_bytes"] = r.max_bytes;
+    jr["nnodes"] = r.nnodes;
+    jr["nranks"] = r.nranks;
+    if (r.algo) {
+      jr["algo"] = std::string(sim::to_string(*r.algo));
+    }
+    if (r.proto) {
+      jr["proto"] = std::string(sim::to_string(*r.proto));
+    }
+    if (r.nchannels > 0) {
+      jr["nchannels"] = r.nchannels;
+    }
+    if (r.nthreads > 0) {
+      jr["nthreads"] = r.nthreads;
+    }
+    if (r.chunk_bytes > 0) {
+      jr["chunk_bytes"] = r.chunk_bytes;
+    }
+    if (r.calls > 0) {
+      jr["calls"] = r.calls;
+      jr["time_us"] = r.time_us;
+    }
+    if (r.nccl) {
+      nlohmann::ordered_json n;
+      n["algo"] = std::string(sim::to_string(r.nccl->algo));
+      n["proto"] = std::string(sim::to_string(r.nccl->proto));
+      n["nchannels"] = r.nccl->nchannels;
+      n["nthreads"] = r.nccl->nthreads;
+      n["chunk_bytes"] = r.nccl->chunk_bytes;
+      n["time_us"] = r.nccl_time_us;
+      jr["nccl"] = std::move(n);
+    }
+    rules.push_back(std::move(jr));
+  }
+  out << j.dump(1) << "\n";
+}
+
+void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
+  out << "# NCCL example tuner plugin configuration (ext-tuner/example, NCCL_TUNER_CONFIG_FILE),\n"
+         "# written by lagom from a "
+      << (plan.context.method.empty() ? "config" : plan.context.method) << " plan";
+  if (!plan.context.workload.empty()) {
+    out << " for " << plan.context.workload;
+  }
+  out << ".\n"
+         "# coll,minB,maxB,algo,proto,channels,nNodes,nRanks\n"
+         "# Every line names its channels: the example plugin runs a call on one CTA when a line\n"
+         "# says -1 or no line matches. Rules that leave the algorithm, protocol or channels to\n"
+         "# NCCL take NCCL's own choice as lagom saw it (the rule's \"nccl\" field).\n";
+  // The example plugin sees the five tuned collectives only.
+  std::map<sim::CollKind, std::map<std::string, int>> seen;  // NCCL's choices, for catch-alls
+  for (const PlanRule& r : plan.rules) {
+    if (!sim::is_tuned(r.coll)) {
+      out << fmt::format(
+          "# skipped: {} {}..{} bytes (NCCL's p2p path, not seen by tuner plugins)\n",
+          lower(sim::to_string(r.coll)), r.min_bytes, r.max_bytes);
+      continue;
+    }
+    // What the line says: the rule's own choice, else NCCL's as the search saw it.
+    const bool known = (r.algo || r.nccl) && (r.proto || r.nccl) && (r.nchannels > 0 || r.nccl);
+    if (!known) {
+      out << fmt::format(
+          "# skipped: {} {}..{} bytes leaves algorithm, protocol or channels to NCCL and the plan "
+          "does not record NCCL's choice\n",
+          lower(sim::to_string(r.coll)), r.min_bytes, r.max_bytes);
+      continue;
+    }
+    const sim::Algorithm algo = r.algo ? *r.algo : r.nccl->algo;
+    const sim::Protocol proto = r.proto ? *r.proto : r.nccl->proto;
+    const int channels = r.nchannels > 0 ? r.nchannels : r.nccl->nchannels;
+    out << fmt::format("{},{},{},{},{},{},{},{}\n", lower(sim::to_string(r.coll)), r.min_bytes,
+                       r.max_bytes, csv_algo(algo), lower(sim::to_string(proto)), channels,
+                       r.nnodes, r.nranks);
+    if (r.nccl) {
+      ++seen[r.coll][fmt::format("{},{},{}", csv_algo(r.nccl->algo),
+                                 lower(sim::to_string(r.nccl->proto)), r.nccl->nchannels)];
+    }
+  }
+  if (!seen.empty()) {
+    out << "# Catch-alls for calls the plan does not cover: NCCL's most frequent choice per "
+           "collective\n"
+           "# in this step (the example plugin cannot say \"NCCL's choice\").\n";
+  }
+  for (const auto& [coll, choices] : seen) {
+    const auto best =
+        std::max_element(choices.begin(), choices.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    out << fmt::format("{},0,{},{},-1,-1\n", lower(sim::to_string(coll)), kMaxBytes, best->first);
+  }
+}
+
+void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
+  out << "# NCCL settings lagom's plan needs that NCCL reads once per process (reference: "
+         "docs/formats/plan.md).\n"
+         "# Per-call algorithm, protocol and channels come from the tuner plugin:\n"
+         "#   export NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-lagom.so\n"
+         "#   export LAGOM_TUNER_PLAN=/path/to/plan.json\n";
+  // Threads by the variable that sets them; chunk by buffer.
+  std::map<std::string, std::set<std::int64_t>> values;
+  int max_channels = 0;
+  for (const PlanRule& r : plan.rules) {
+    if (!sim::is_tuned(r.coll)) {
+      continue;
+    }
+    max_channels = std::max(max_channels, r.nchannels);
+    const std::optional<sim::Protocol> proto =
+        r.proto ? r.proto : (r.nccl ? std::optional(r.nccl->proto) : std::nullopt);
+    if (!proto) {
+      continue;
+    }
+    if (r.nthreads > 0) {
+      if (*proto == sim::Protocol::kLL128) {
+        values["NCCL_LL128_NTHREADS"].insert(r.nthreads);
+      } else {
+        // NCCL adds its sync warp to Simple rings (reference/nccl.md §1.4): NCCL_NTHREADS is
+        // the count without it.
+        const int base = *proto == sim::Protocol::kSimple ? r.nthreads - 32 : r.nthreads;
+        values["NCCL_NTHREADS"].insert(base);
+      }
+    }
+    if (r.chunk_bytes > 0) {
+      // calcCollChunking: Simple chunk = BUFFSIZE / 8 steps * 4 chunk steps (ring AR/AG/RS);
+      // LL chunk = BUFFSIZE / 8 / 2; LL128 chunk = BUFFSIZE / 8 * 15/16.
+      switch (*proto) {
+        case sim::Protocol::kSimple:
+          values["NCCL_BUFFSIZE"].insert(r.chunk_bytes * 2);
+          break;
+        case sim::Protocol::kLL:
+          values["NCCL_LL_BUFFSIZE"].insert(r.chunk_bytes * 16);
+          break;
+        case sim::Protocol::kLL128:
+          values["NCCL_LL128_BUFFSIZE"].insert(r.chunk_bytes * 8 * 16 / 15);
+          break;
+      }
+    }
+  }
+  for (const auto& [name, set] : values) {
+    if (set.size() == 1) {
+      out << fmt::format("export {}={}\n", name, *set.begin());
+    } else {
+      out << fmt::format(
+          "# {}: the plan's rules want {} different values ({}); NCCL applies one per process, "
+          "so per-call values need a patched NCCL (AutoCCL's). Not set.\n",
+          name, set.size(), fmt::join(set, ", "));
+    }
+  }
+  if (max_channels > 0) {
+    out << fmt::format(
+        "# Calls use at most the communicator's channels; to give a call up to {} channels:\n"
+        "export NCCL_MIN_CTAS={}\n",
+        max_channels, max_channels);
+  }
+}
+
+}  // namespace lagom::search
