@@ -30,6 +30,10 @@ struct TuneOptions {
   std::string grid = "fine";
   std::string space = "full";
   std::string lagom_subspace = "nccl";
+  std::string lagom_step = "points";
+  double lagom_lr_scale = 1.0;
+  double lagom_min_gain = 0.01;
+  bool lagom_no_step_guard = false;
   long budget = 0;
   std::uint64_t seed = 1;
   bool no_fold = false;
@@ -51,6 +55,15 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "NCCL's resources (best)")("no-contention",
                                  "overlapping ops run as if alone (the searches then see no "
                                  "interference)")(
+      "lagom-step", po::value(&t.lagom_step)->default_value("points"),
+      "lagom: after a relative gain g, grow each resource by g grid points (points, at least "
+      "one) or by g times the points on its axis (axis, AutoCCL's reading)")(
+      "lagom-lr-scale", po::value(&t.lagom_lr_scale)->default_value(1.0),
+      "lagom: multiplies the growth step")(
+      "lagom-min-gain", po::value(&t.lagom_min_gain)->default_value(0.01),
+      "lagom: a step must shorten the collective by more than this fraction to continue")(
+      "lagom-no-step-guard", po::bool_switch(&t.lagom_no_step_guard),
+      "lagom: keep growing a collective while it gets faster even when the step gets longer")(
       "no-fold",
       "with --model: simulate every data-parallel replica (by default one stands for all, "
       "which gives the same step time)");
@@ -91,6 +104,24 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
     throw po::error(
         fmt::format("--lagom-subspace must be nccl or best, got '{}'", t.lagom_subspace));
   }
+  if (t.lagom_step == "points") {
+    o.lagom_step = search::LagomStep::kPoints;
+  } else if (t.lagom_step == "axis") {
+    o.lagom_step = search::LagomStep::kAxis;
+  } else {
+    throw po::error(fmt::format("--lagom-step must be points or axis, got '{}'", t.lagom_step));
+  }
+  if (!(t.lagom_lr_scale > 0) || t.lagom_lr_scale > 1000) {
+    throw po::error(
+        fmt::format("--lagom-lr-scale must be in (0, 1000], got {}", t.lagom_lr_scale));
+  }
+  if (!(t.lagom_min_gain >= 0) || t.lagom_min_gain >= 1) {
+    throw po::error(
+        fmt::format("--lagom-min-gain must be in [0, 1), got {}", t.lagom_min_gain));
+  }
+  o.lagom_lr_scale = t.lagom_lr_scale;
+  o.lagom_min_gain = t.lagom_min_gain;
+  o.lagom_step_guard = !t.lagom_no_step_guard;
   return o;
 }
 

@@ -391,7 +391,9 @@ class Run {
         bool moved = false;
         for (int a = 0; a < 3; ++a) {
           const int size = axis_size(s, a);
-          const int step = std::max(1, static_cast<int>(std::lround(w.lr * o_.lagom_lr_scale)));
+          const double points = o_.lagom_step == LagomStep::kAxis ? size : 1.0;
+          const int step =
+              std::max(1, static_cast<int>(std::lround(w.lr * o_.lagom_lr_scale * points)));
           const int v = std::min(size - 1, w.idx[static_cast<std::size_t>(a)] + step);
           moved = moved || v != w.idx[static_cast<std::size_t>(a)];
           next[static_cast<std::size_t>(a)] = v;

@@ -36,13 +36,20 @@ std::optional<Method> parse_method(std::string_view text);
 // subspace round).
 enum class LagomSubspace { kNccl, kBest };
 
+// How Lagom reads the paper's "NC += lr" on a grid: lr grid points (kPoints, so nearly always
+// one point), or lr as a fraction of the axis's points (kAxis, as AutoCCL's
+// findKCandidatesWithAxis takes k = lr x count candidates).
+enum class LagomStep { kPoints, kAxis };
+
 struct SearchOptions {
   Method method = Method::kLagom;
   long budget = 0;  // evaluations at most; 0: the method's default (docs/search.md)
   std::uint64_t seed = 1;
   LagomSubspace lagom_subspace = LagomSubspace::kNccl;
   // Lagom's growth step: after a relative gain g each resource moves max(1, round(g *
-  // lr_scale)) grid points (the paper's "NC += lr" read in candidate-index units).
+  // lr_scale)) grid points (kPoints) or max(1, round(g * lr_scale * points on the axis))
+  // (kAxis).
+  LagomStep lagom_step = LagomStep::kPoints;
   double lagom_lr_scale = 1.0;
   // Lagom: a step must shorten the class's communication by more than this fraction to count
   // as an improvement (on real GPUs, measurement noise plays this part).
