@@ -4,4 +4,5 @@
 namespace lagom::bench {
 void register_engine_benchmarks();
 void register_generator_benchmarks();
+void register_search_benchmarks();
 }  // namespace lagom::bench

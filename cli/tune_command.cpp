@@ -64,7 +64,7 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "lagom: a step must shorten the collective by more than this fraction to continue")(
       "lagom-no-step-guard", po::bool_switch(&t.lagom_no_step_guard),
       "lagom: keep growing a collective while it gets faster even when the step gets longer")(
-      "no-fold",
+      "no-fold", po::bool_switch(&t.no_fold),
       "with --model: simulate every data-parallel replica (by default one stands for all, "
       "which gives the same step time)");
 }
@@ -327,13 +327,13 @@ int tune_command(const std::vector<std::string>& args) {
       to_string(s.eval->space().resources), r.evaluations, r.search_ms);
   fmt::print("step time    {} us (NCCL's own choice: {} us; {:.3f}x)\n\n",
              format_us(r.step_time.count_ns()), format_us(r.nccl_step_time.count_ns()), speedup);
-  fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<34} {:>10}  {:<34} {:>10}\n", "collective",
+  fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<36} {:>10}  {:<36} {:>10}\n", "collective",
              "bytes", "nodes", "ranks", "calls", "NCCL's choice", "time (us)", "chosen",
              "time (us)");
   for (std::size_t j : dominant(*s.eval, r)) {
     const search::CollClass& c = s.eval->classes()[j];
     const search::ClassChoice& ch = r.choices[j];
-    fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<34} {:>10.1f}  {:<34} {:>10.1f}\n",
+    fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<36} {:>10.1f}  {:<36} {:>10.1f}\n",
                sim::to_string(c.coll), format_bytes(c.bytes), c.nnodes, c.nranks, c.calls,
                short_config(c.nccl), ch.nccl_time_us, short_config(ch.config), ch.time_us);
   }
@@ -422,19 +422,23 @@ int compare_command(const std::vector<std::string>& args) {
                                    "speedup", "evals", "search ms");
   for (std::size_t i = 0; i < shown; ++i) {
     const search::CollClass& c = s.eval->classes()[top[i]];
-    header += fmt::format("  {:<34}", fmt::format("{} {} x{}", sim::to_string(c.coll),
+    header += fmt::format("  {:<36}", fmt::format("{} {} x{}", sim::to_string(c.coll),
                                                   format_bytes(c.bytes), c.calls));
   }
-  fmt::print("{}\n", header);
+  auto print_row = [](std::string line) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    fmt::print("{}\n", line);
+  };
+  print_row(header);
   for (const search::SearchResult& r : results) {
     std::string row =
         fmt::format("{:<11} {:>16} {:>7.3f}x {:>6} {:>10.0f}", to_string(r.method),
                     format_us(r.step_time.count_ns()), r.nccl_step_time.us() / r.step_time.us(),
                     r.evaluations, r.search_ms);
     for (std::size_t i = 0; i < shown; ++i) {
-      row += fmt::format("  {:<34}", short_config(r.choices[top[i]].config));
+      row += fmt::format("  {:<36}", short_config(r.choices[top[i]].config));
     }
-    fmt::print("{}\n", row);
+    print_row(row);
   }
   return kExitOk;
 }

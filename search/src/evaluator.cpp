@@ -162,6 +162,13 @@ Evaluation Evaluator::evaluate(std::span<const std::optional<sim::CommConfig>> c
       }
     }
   }
+  // Per rank, so that a folded step (one data-parallel replica standing for all) measures what
+  // the whole step does.
+  const double ranks = static_cast<double>(w_.rank_count());
+  for (std::size_t j = 0; j < n; ++j) {
+    e.group_comm_us[j] /= ranks;
+    e.group_compute_us[j] /= ranks;
+  }
   return e;
 }
 

@@ -38,8 +38,8 @@ struct Evaluation {
   Time step_time;
   // Per class (same order as Evaluator::classes()):
   std::vector<double> comm_us;  // x_j: summed duration of its calls (start to end, one member)
-  // Over the overlap groups (sim/stats.hpp) that hold one of its calls, summed over all ranks'
-  // groups: X (communication) and Y (computation) of eq. 1.
+  // Over the overlap groups (sim/stats.hpp) that hold one of its calls, summed over each rank's
+  // groups and averaged over the ranks: X (communication) and Y (computation) of eq. 1.
   std::vector<double> group_comm_us;
   std::vector<double> group_compute_us;
   double compute_us = 0;  // every compute op's running time, all ranks
