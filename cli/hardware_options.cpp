@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include "lagom/common/error.hpp"
+#include "lagom/sim/nccl_tuning.hpp"
 
 namespace lagom::cli {
 
@@ -19,7 +20,10 @@ void add_hardware_options(po::options_description& desc, HardwareOptions& opts) 
       "nodes", po::value(&opts.nodes), "number of nodes (default: the cluster's, 1 for presets)")(
       "profile", po::value(&opts.profile),
       "hardware profile: built-in name (h100-sxm, ...) or JSON file (default: the built-in "
-      "profile of the cluster's GPU type)");
+      "profile of the cluster's GPU type)")(
+      "nccl-env", po::value(&opts.nccl_env)->composing(),
+      "NAME=VALUE: an NCCL environment variable the job runs with, e.g. NCCL_MIN_CTAS=8 "
+      "(repeatable; over the cluster file's nccl_env; docs/models.md §2)");
 }
 
 Hardware load_hardware(const HardwareOptions& opts) {
@@ -34,6 +38,25 @@ Hardware load_hardware(const HardwareOptions& opts) {
     nodes = opts.nodes;
   }
   topologies::Cluster cluster = topologies::load_cluster(opts.cluster, nodes);
+  if (!opts.nccl_env.empty()) {
+    topologies::ClusterSpec spec = cluster.spec();
+    for (const std::string& kv : opts.nccl_env) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        throw Error(fmt::format("--nccl-env '{}': expected NAME=VALUE", kv));
+      }
+      spec.nccl_env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    cluster = topologies::Cluster(std::move(spec));
+  }
+  {
+    sim::NcclCommInfo check;  // names and values are checked here, before any modelling
+    try {
+      sim::apply_nccl_env(cluster.spec().nccl_env, check);
+    } catch (const Error& e) {
+      throw Error(fmt::format("cluster '{}': {}", cluster.name(), e.what()));
+    }
+  }
   calibrate::HardwareProfile profile =
       opts.profile.empty() ? calibrate::default_profile_for_gpu(cluster.spec().gpu_type)
                            : calibrate::load_profile(opts.profile);

@@ -4,6 +4,7 @@
 #include <boost/program_options/options_description.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lagom/calibrate/hardware_profile.hpp"
 #include "lagom/topologies/cluster.hpp"
@@ -14,6 +15,7 @@ struct HardwareOptions {
   std::string cluster;  // preset name or cluster JSON file
   int nodes = 0;        // 0: the cluster's own node count
   std::string profile;  // "" : the built-in profile of the cluster's GPU type
+  std::vector<std::string> nccl_env;  // NAME=VALUE, over the cluster file's nccl_env
 };
 
 void add_hardware_options(boost::program_options::options_description& desc, HardwareOptions& opts);

@@ -155,6 +155,9 @@ Setup setup(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions 
     throw Error(fmt::format("{}: {}", s.step.in.source, e.what()));
   }
   s.cluster = fmt::format("{} x{}", h.cluster.name(), h.cluster.nodes());
+  for (const auto& [name, value] : h.cluster.spec().nccl_env) {
+    s.cluster += fmt::format(", {}={}", name, value);
+  }
   s.profile = h.profile.origin;
   return s;
 }

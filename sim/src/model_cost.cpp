@@ -34,8 +34,12 @@ CollKind coll_of(const traces::Workload& w, traces::OpId op) {
 ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
                      const traces::Workload& w)
     : cluster_(cluster), profile_(profile), compute_(profile) {
-  name_ = fmt::format("lagom collective model (profile {}, cluster {} x{} nodes)", profile.origin,
-                      cluster.name(), cluster.nodes());
+  std::string env;
+  for (const auto& [name, value] : cluster.spec().nccl_env) {
+    env += fmt::format(", {}={}", name, value);
+  }
+  name_ = fmt::format("lagom collective model (profile {}, cluster {} x{} nodes{})", profile.origin,
+                      cluster.name(), cluster.nodes(), env);
   if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count())) {
     throw Error(
         fmt::format("the workload has {} ranks but cluster '{}' has {} GPUs ({} node(s) x "

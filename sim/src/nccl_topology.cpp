@@ -81,6 +81,7 @@ NcclCommInfo nccl_comm_info(const topologies::Cluster& cluster,
     info.nvls.type_intra = PathType::kNvl;
     info.nvls.type_inter = g.type_inter;
   }
+  apply_nccl_env(spec.nccl_env, info);
   return info;
 }
 

@@ -62,6 +62,27 @@ TEST(CommCli, JsonRowsHaveTheDocumentedFieldsAndBusbwFactor) {
   }
 }
 
+// --nccl-env sets what a job's NCCL environment would: NCCL_MAX_CTAS=1 caps NCCL's channels
+// (24 on a DGX H100 by default) at one, and the step's simulate context records it.
+TEST(CommCli, NcclEnvironmentIsAWhatIf) {
+  const auto base = json_of(run_lagom(
+      {"comm", "--coll", "allgather", "--cluster", "dgx-h100", "-b", "64M", "-e", "64M", "--json"}));
+  const auto capped =
+      json_of(run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100", "-b", "64M", "-e",
+                         "64M", "--nccl-env", "NCCL_MAX_CTAS=1", "--json"}));
+  EXPECT_GT(base["rows"][0]["nchannels"].get<int>(), 1);
+  EXPECT_EQ(capped["rows"][0]["nchannels"], 1);
+  EXPECT_GT(capped["rows"][0]["time_us"].get<double>(), base["rows"][0]["time_us"].get<double>());
+  const CliRun bad = run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100",
+                                "--nccl-env", "NCCL_MAX_CTA=1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(contains(bad.err, "unknown NCCL environment variable 'NCCL_MAX_CTA'")) << bad.err;
+  const CliRun no_eq =
+      run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100", "--nccl-env", "X"});
+  EXPECT_NE(no_eq.exit_code, 0);
+  EXPECT_TRUE(contains(no_eq.err, "--nccl-env 'X': expected NAME=VALUE")) << no_eq.err;
+}
+
 TEST(CommCli, PinnedKnobsAreUsed) {
   const auto j = json_of(run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b",
                                     "64M", "-e", "64M", "--algo", "Ring", "--proto", "Simple",

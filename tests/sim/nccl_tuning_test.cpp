@@ -772,5 +772,67 @@ TEST(NcclLegality, NamesTheRuleViolated) {
   EXPECT_TRUE(has(why(h, CollKind::kSendRecv, p2p), "p2p path"));
 }
 
+// NCCL environment variables as a job exports them (apply_nccl_env): channel bounds combine as
+// connect.cc combines them, tuning fields land where NCCL's init reads them, and a name or value
+// NCCL would not know is an error that names it.
+TEST(NcclEnv, SetsWhatNcclInitReads) {
+  NcclCommInfo c = h100_node();
+  apply_nccl_env({{"NCCL_MAX_CTAS", "8"}}, c);
+  EXPECT_EQ(resolve_comm_info(c).nchannels, 8);  // 24 capped at 8
+  NcclCommInfo two = h100_nodes(2);
+  two.ring.nchannels = two.tree.nchannels = 1;  // 2 collective channels by default
+  ASSERT_EQ(resolve_comm_info(two).nchannels, 2);
+  apply_nccl_env({{"NCCL_MIN_CTAS", "8"}}, two);
+  EXPECT_EQ(resolve_comm_info(two).nchannels, 8);
+  // The deprecated NCCL_MIN_NCHANNELS raises the floor too; the larger floor wins, the smaller
+  // ceiling wins.
+  NcclCommInfo both = h100_nodes(2);
+  both.ring.nchannels = both.tree.nchannels = 1;
+  apply_nccl_env({{"NCCL_MIN_CTAS", "4"}, {"NCCL_MIN_NCHANNELS", "6"}, {"NCCL_MAX_CTAS", "32"},
+                  {"NCCL_MAX_NCHANNELS", "5"}},
+                 both);
+  EXPECT_EQ(both.min_ctas, 6);
+  EXPECT_EQ(both.max_ctas, 5);
+  EXPECT_EQ(resolve_comm_info(both).nchannels, 5);  // min > max: both become max
+  NcclCommInfo t = h100_node();
+  apply_nccl_env({{"NCCL_NTHREADS", "256"},
+                  {"NCCL_BUFFSIZE", "8388608"},
+                  {"NCCL_PROTO", "^LL128"},
+                  {"NCCL_NET_OVERHEAD", "2500"}},
+                 t);
+  EXPECT_EQ(t.env.nthreads, 256);
+  EXPECT_EQ(t.env.buffsize_bytes, 8 * kMiB);
+  EXPECT_EQ(t.env.proto, "^LL128");
+  EXPECT_DOUBLE_EQ(t.env.net_overhead_us, 2.5);
+  // NCCL_BUFFSIZE sets Ring/Simple's chunk (BUFFSIZE / NCCL_STEPS * ... as nccl_config_for
+  // derives it): doubling the buffer doubles NCCL's large-message chunk.
+  const NcclTables base = nccl_tune_model(resolve_comm_info(h100_node()));
+  NcclCommInfo big = h100_node();
+  apply_nccl_env({{"NCCL_BUFFSIZE", std::to_string(8 * kMiB)}}, big);
+  const NcclTables bigt = nccl_tune_model(resolve_comm_info(big));
+  EXPECT_EQ(
+      nccl_config_for(bigt, CollKind::kAllGather, Algorithm::kRing, Protocol::kSimple, kGiB)
+          .chunk_bytes,
+      2 * nccl_config_for(base, CollKind::kAllGather, Algorithm::kRing, Protocol::kSimple, kGiB)
+              .chunk_bytes);
+}
+
+TEST(NcclEnv, RejectsUnknownNamesAndBadValues) {
+  NcclCommInfo c = h100_node();
+  const std::string unknown = error_of([&] { apply_nccl_env({{"NCCL_MIN_CTA", "8"}}, c); });
+  EXPECT_NE(unknown.find("unknown NCCL environment variable 'NCCL_MIN_CTA'"), std::string::npos)
+      << unknown;
+  EXPECT_NE(unknown.find("NCCL_MIN_CTAS"), std::string::npos) << unknown;  // lists the known
+  EXPECT_NE(error_of([&] { apply_nccl_env({{"NCCL_MIN_CTAS", "8x"}}, c); })
+                .find("NCCL_MIN_CTAS=8x: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_nccl_env({{"NCCL_MAX_CTAS", "65"}}, c); })
+                .find("NCCL_MAX_CTAS=65: must be in 1..64"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_nccl_env({{"NCCL_NTHREADS", ""}}, c); })
+                .find("NCCL_NTHREADS=: expected an integer"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace lagom::sim

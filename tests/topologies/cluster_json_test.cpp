@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "lagom/topologies/cluster.hpp"
@@ -379,6 +380,22 @@ TEST(ClusterJson, MalformedDocuments) {
   EXPECT_NE(error_of([] {
               parse_cluster_json("[1, 2]", "a.json");
             }).find("a.json: expected a JSON object at the top level, got array"),
+            std::string::npos);
+}
+
+TEST(ClusterJson, NcclEnvironment) {
+  json doc = json::parse(preset_text("a40-nvlink"));
+  doc["nccl_env"] = {{"NCCL_MIN_CTAS", "8"}, {"NCCL_BUFFSIZE", 8388608}};
+  const ClusterSpec spec = parse_cluster_json(doc.dump(), "env.json");
+  EXPECT_EQ(spec.nccl_env, (std::map<std::string, std::string>{{"NCCL_BUFFSIZE", "8388608"},
+                                                               {"NCCL_MIN_CTAS", "8"}}));
+  doc["nccl_env"] = {{"NCCL_MIN_CTAS", 8.5}};
+  EXPECT_NE(error_of([&] { parse_cluster_json(doc.dump(), "env.json"); })
+                .find("nccl_env.NCCL_MIN_CTAS: expected a string or an integer, got"),
+            std::string::npos);
+  doc["nccl_env"] = json::array({"NCCL_MIN_CTAS=8"});
+  EXPECT_NE(error_of([&] { parse_cluster_json(doc.dump(), "env.json"); })
+                .find("nccl_env: expected an object of NCCL_NAME: value"),
             std::string::npos);
 }
 

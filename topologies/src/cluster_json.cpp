@@ -271,7 +271,7 @@ ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin) {
   }
   expect_object(ctx, doc,
                 {"format", "version", "name", "description", "gpu", "nodes", "intra_node", "pcie",
-                 "cpu", "network", "sources", "assumptions"});
+                 "cpu", "network", "sources", "assumptions", "nccl_env"});
 
   ClusterSpec spec;
   spec.origin = std::string(origin);
@@ -317,6 +317,21 @@ ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin) {
     }
     for (std::size_t i = 0; i < a->size(); ++i) {
       spec.assumptions.push_back(get_string(c.at(i), (*a)[i]));
+    }
+  }
+  if (const json* e = optional_field(doc, "nccl_env")) {
+    const Ctx c = ctx.at("nccl_env");
+    if (!e->is_object()) {
+      c.fail(fmt::format("expected an object of NCCL_NAME: value, got {}", type_of(*e)));
+    }
+    for (const auto& [name, value] : e->items()) {
+      if (value.is_string()) {
+        spec.nccl_env[name] = value.get<std::string>();
+      } else if (value.is_number_integer()) {
+        spec.nccl_env[name] = std::to_string(value.get<std::int64_t>());
+      } else {
+        c.at(name).fail(fmt::format("expected a string or an integer, got {}", type_of(value)));
+      }
     }
   }
   validate(spec);

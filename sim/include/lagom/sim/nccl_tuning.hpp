@@ -37,6 +37,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -162,6 +163,15 @@ struct NcclTables {
   double latency(CollKind c, Algorithm a, Protocol p) const;
   double bandwidth(CollKind c, Algorithm a, Protocol p) const;
 };
+
+// Applies NCCL environment variables (name -> value, as a job would export them) to `info`:
+// NCCL_ALGO, NCCL_PROTO, NCCL_MIN_CTAS, NCCL_MAX_CTAS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS,
+// NCCL_NTHREADS, NCCL_LL128_NTHREADS, NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE,
+// NCCL_NVLS_CHUNKSIZE, NCCL_P2P_NVL_CHUNKSIZE, NCCL_P2P_PCI_CHUNKSIZE, NCCL_P2P_NET_CHUNKSIZE,
+// NCCL_P2P_LL_THRESHOLD, NCCL_CHUNK_SIZE, NCCL_PAT_ENABLE, NCCL_LL128_C2C, NCCL_NET_OVERHEAD
+// (ns, as NCCL reads it). Throws lagom::Error naming the variable for an unknown name (listing
+// these) or a value NCCL would not parse or accept.
+void apply_nccl_env(const std::map<std::string, std::string>& vars, NcclCommInfo& info);
 
 // Fills in the derived ("0: derive") fields of `info` as NCCL's init would; throws lagom::Error
 // for impossible inputs (nranks < 1, nnodes < 1 or > nranks, nranks not a multiple of nnodes is

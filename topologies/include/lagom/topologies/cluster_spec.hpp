@@ -129,6 +129,10 @@ struct ClusterSpec {
   NetworkSpec network;
   std::map<std::string, std::string> sources;  // id -> citation
   std::vector<std::string> assumptions;
+  // NCCL environment variables the jobs run with (name -> value, e.g. NCCL_MIN_CTAS -> 8): the
+  // NCCL emulation applies them to every communicator (sim::apply_nccl_env, which names the
+  // ones it knows). From the cluster file's "nccl_env" and the commands' --nccl-env.
+  std::map<std::string, std::string> nccl_env;
 
   int gpu_count() const { return gpus_per_node * nodes; }
   // One NIC's bandwidth per direction in GB/s (Gb/s / 8).
