@@ -51,18 +51,16 @@ void tune_step(benchmark::State& state, search::Method method, bool fold) {
 }  // namespace
 
 void register_search_benchmarks() {
-  for (const auto& [name, m] : {std::pair{"nccl", search::Method::kNccl},
-                                std::pair{"autoccl", search::Method::kAutoCcl},
-                                std::pair{"lagom", search::Method::kLagom},
-                                std::pair{"random", search::Method::kRandom}}) {
+  for (const auto& [name, m] :
+       {std::pair{"nccl", search::Method::kNccl}, std::pair{"autoccl", search::Method::kAutoCcl},
+        std::pair{"lagom", search::Method::kLagom}, std::pair{"random", search::Method::kRandom}}) {
     benchmark::RegisterBenchmark(
-        (std::string("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/") + name).c_str(), tune_step, m,
-        true)
+        (std::string("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/") + name).c_str(), tune_step, m, true)
         ->Unit(benchmark::kMillisecond);
   }
   // Without folding: all 16 ranks simulated (what tuning costs on a step that cannot fold).
-  benchmark::RegisterBenchmark("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/lagom/unfolded",
-                               tune_step, search::Method::kLagom, false)
+  benchmark::RegisterBenchmark("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/lagom/unfolded", tune_step,
+                               search::Method::kLagom, false)
       ->Unit(benchmark::kMillisecond);
 }
 

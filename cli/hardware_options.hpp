@@ -12,9 +12,9 @@
 namespace lagom::cli {
 
 struct HardwareOptions {
-  std::string cluster;  // preset name or cluster JSON file
-  int nodes = 0;        // 0: the cluster's own node count
-  std::string profile;  // "" : the built-in profile of the cluster's GPU type
+  std::string cluster;                // preset name or cluster JSON file
+  int nodes = 0;                      // 0: the cluster's own node count
+  std::string profile;                // "" : the built-in profile of the cluster's GPU type
   std::vector<std::string> nccl_env;  // NAME=VALUE, over the cluster file's nccl_env
 };
 

@@ -112,17 +112,33 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
     throw po::error(fmt::format("--lagom-step must be points or axis, got '{}'", t.lagom_step));
   }
   if (!(t.lagom_lr_scale > 0) || t.lagom_lr_scale > 1000) {
-    throw po::error(
-        fmt::format("--lagom-lr-scale must be in (0, 1000], got {}", t.lagom_lr_scale));
+    throw po::error(fmt::format("--lagom-lr-scale must be in (0, 1000], got {}", t.lagom_lr_scale));
   }
   if (!(t.lagom_min_gain >= 0) || t.lagom_min_gain >= 1) {
-    throw po::error(
-        fmt::format("--lagom-min-gain must be in [0, 1), got {}", t.lagom_min_gain));
+    throw po::error(fmt::format("--lagom-min-gain must be in [0, 1), got {}", t.lagom_min_gain));
   }
   o.lagom_lr_scale = t.lagom_lr_scale;
   o.lagom_min_gain = t.lagom_min_gain;
   o.lagom_step_guard = !t.lagom_no_step_guard;
   return o;
+}
+
+// Adds the options tune and compare share to `desc` and parses `args`; false after printing the
+// help.
+bool parse_step_options(const std::vector<std::string>& args, po::options_description& desc,
+                        TuneOptions& t, WorkloadInput& input, HardwareOptions& hw, ModelOptions& mo,
+                        po::variables_map& vm) {
+  add_tune_options(desc, t);
+  add_workload_input_options(desc, input);
+  add_hardware_options(desc, hw);
+  add_model_options(desc, mo);
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return false;
+  }
+  return true;
 }
 
 search::Method method_of(const std::string& name) {
@@ -272,16 +288,9 @@ int tune_command(const std::vector<std::string>& args) {
       "write the plan as the CSV NCCL's example tuner plugin reads (NCCL_TUNER_CONFIG_FILE)")(
       "export-env", po::value(&env_path),
       "write the process-wide NCCL settings the plan needs as shell exports");
-  add_tune_options(desc, t);
-  add_workload_input_options(desc, input);
-  add_hardware_options(desc, hw);
-  add_model_options(desc, mo);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_step_options(args, desc, t, input, hw, mo, vm)) {
+    return kExitOk;  // --help
   }
   const search::Method m = method_of(method);
   const search::SearchOptions so = search_options(t, m);
@@ -372,16 +381,9 @@ int compare_command(const std::vector<std::string>& args) {
       "methods", po::value(&methods)->default_value("nccl,autoccl,lagom"),
       "comma-separated: nccl, autoccl, lagom, exhaustive, random")("json",
                                                                    "print a JSON report on stdout");
-  add_tune_options(desc, t);
-  add_workload_input_options(desc, input);
-  add_hardware_options(desc, hw);
-  add_model_options(desc, mo);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_step_options(args, desc, t, input, hw, mo, vm)) {
+    return kExitOk;  // --help
   }
   std::vector<search::Method> ms;
   std::stringstream list(methods);

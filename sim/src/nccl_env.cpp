@@ -34,8 +34,8 @@ struct Channels {
   int min_nch = 0, max_nch = 64;    // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (deprecated)
 };
 
-using Setter = std::function<void(std::string_view name, std::string_view value, NcclCommInfo&,
-                                  Channels&)>;
+using Setter =
+    std::function<void(std::string_view name, std::string_view value, NcclCommInfo&, Channels&)>;
 
 Setter bytes_into(std::int64_t NcclEnv::*field, std::int64_t lo) {
   return [field, lo](std::string_view n, std::string_view v, NcclCommInfo& c, Channels&) {
@@ -53,14 +53,10 @@ const std::vector<std::pair<std::string_view, Setter>>& setters() {
   static const std::vector<std::pair<std::string_view, Setter>> table = {
       {"NCCL_ALGO", [](auto, auto v, NcclCommInfo& c, Channels&) { c.env.algo = v; }},
       {"NCCL_PROTO", [](auto, auto v, NcclCommInfo& c, Channels&) { c.env.proto = v; }},
-      {"NCCL_MIN_CTAS",
-       [](auto n, auto v, NcclCommInfo&, Channels& ch) {
-         ch.min_ctas = static_cast<int>(integer(n, v, 1, 64));
-       }},
-      {"NCCL_MAX_CTAS",
-       [](auto n, auto v, NcclCommInfo&, Channels& ch) {
-         ch.max_ctas = static_cast<int>(integer(n, v, 1, 64));
-       }},
+      {"NCCL_MIN_CTAS", [](auto n, auto v, NcclCommInfo&,
+                           Channels& ch) { ch.min_ctas = static_cast<int>(integer(n, v, 1, 64)); }},
+      {"NCCL_MAX_CTAS", [](auto n, auto v, NcclCommInfo&,
+                           Channels& ch) { ch.max_ctas = static_cast<int>(integer(n, v, 1, 64)); }},
       {"NCCL_MIN_NCHANNELS",
        [](auto n, auto v, NcclCommInfo&, Channels& ch) {
          ch.min_nch = static_cast<int>(integer(n, v, 0, 64));
@@ -84,10 +80,8 @@ const std::vector<std::pair<std::string_view, Setter>>& setters() {
        [](auto n, auto v, NcclCommInfo& c, Channels&) {
          c.env.pat_enable = static_cast<int>(integer(n, v, 0, 2));
        }},
-      {"NCCL_LL128_C2C",
-       [](auto n, auto v, NcclCommInfo& c, Channels&) {
-         c.env.ll128_c2c = integer(n, v, 0, 1) != 0;
-       }},
+      {"NCCL_LL128_C2C", [](auto n, auto v, NcclCommInfo& c,
+                            Channels&) { c.env.ll128_c2c = integer(n, v, 0, 1) != 0; }},
       {"NCCL_NET_OVERHEAD",
        [](auto n, auto v, NcclCommInfo& c, Channels&) {
          c.env.net_overhead_us = static_cast<double>(integer(n, v, 0, 1000000)) * 1e-3;

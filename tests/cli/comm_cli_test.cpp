@@ -29,8 +29,8 @@ TEST(CommCli, HelpNamesTheKnobs) {
 
 TEST(CommCli, TableLooksLikeNcclTests) {
   // -b 32K -e 1M -f 2: 32K, 64K, 128K, 256K, 512K, 1M = 6 rows.
-  CliRun r = run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b", "32K", "-e",
-                        "1M", "-f", "2"});
+  CliRun r = run_lagom(
+      {"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b", "32K", "-e", "1M", "-f", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "busbw"));
   EXPECT_TRUE(contains(r.out, "algbw"));
@@ -55,8 +55,7 @@ TEST(CommCli, JsonRowsHaveTheDocumentedFieldsAndBusbwFactor) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
     // algbw = size / time; AllGather busbw = algbw * (n-1)/n with n = 16.
-    const double algbw =
-        row["size_bytes"].get<double>() / (row["time_us"].get<double>() * 1e3);
+    const double algbw = row["size_bytes"].get<double>() / (row["time_us"].get<double>() * 1e3);
     EXPECT_NEAR(row["algbw_GBps"].get<double>(), algbw, 1e-9 * algbw);
     EXPECT_NEAR(row["busbw_GBps"].get<double>(), algbw * 15.0 / 16.0, 1e-9 * algbw);
   }
@@ -65,16 +64,16 @@ TEST(CommCli, JsonRowsHaveTheDocumentedFieldsAndBusbwFactor) {
 // --nccl-env sets what a job's NCCL environment would: NCCL_MAX_CTAS=1 caps NCCL's channels
 // (24 on a DGX H100 by default) at one, and the step's simulate context records it.
 TEST(CommCli, NcclEnvironmentIsAWhatIf) {
-  const auto base = json_of(run_lagom(
-      {"comm", "--coll", "allgather", "--cluster", "dgx-h100", "-b", "64M", "-e", "64M", "--json"}));
+  const auto base = json_of(run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100", "-b",
+                                       "64M", "-e", "64M", "--json"}));
   const auto capped =
       json_of(run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100", "-b", "64M", "-e",
                          "64M", "--nccl-env", "NCCL_MAX_CTAS=1", "--json"}));
   EXPECT_GT(base["rows"][0]["nchannels"].get<int>(), 1);
   EXPECT_EQ(capped["rows"][0]["nchannels"], 1);
   EXPECT_GT(capped["rows"][0]["time_us"].get<double>(), base["rows"][0]["time_us"].get<double>());
-  const CliRun bad = run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100",
-                                "--nccl-env", "NCCL_MAX_CTA=1"});
+  const CliRun bad = run_lagom(
+      {"comm", "--coll", "allgather", "--cluster", "dgx-h100", "--nccl-env", "NCCL_MAX_CTA=1"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_TRUE(contains(bad.err, "unknown NCCL environment variable 'NCCL_MAX_CTA'")) << bad.err;
   const CliRun no_eq =
@@ -84,10 +83,10 @@ TEST(CommCli, NcclEnvironmentIsAWhatIf) {
 }
 
 TEST(CommCli, PinnedKnobsAreUsed) {
-  const auto j = json_of(run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b",
-                                    "64M", "-e", "64M", "--algo", "Ring", "--proto", "Simple",
-                                    "--nchannels", "4", "--nthreads", "256", "--chunk", "512K",
-                                    "--json"}));
+  const auto j = json_of(run_lagom(
+      {"comm", "--coll",     "allreduce", "--cluster", "dgx-h100", "-b",     "64M",
+       "-e",   "64M",        "--algo",    "Ring",      "--proto",  "Simple", "--nchannels",
+       "4",    "--nthreads", "256",       "--chunk",   "512K",     "--json"}));
   ASSERT_EQ(j["rows"].size(), 1u);
   const auto& row = j["rows"][0];
   EXPECT_EQ(row["algo"], "Ring");
@@ -117,12 +116,12 @@ INSTANTIATE_TEST_SUITE_P(
     Requests, CommImpossible,
     ::testing::Values(
         Impossible{{"--coll", "allreduce", "--cluster", "a40-pcie", "--algo", "NVLS"}, "NVLS"},
-        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--algo", "NVLS", "--proto",
-                    "LL"},
-                   "Simple protocol only"},
-        Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--proto", "LL128", "--chunk",
-                    "100"},
-                   "below the LL128 grain"},
+        Impossible{
+            {"--coll", "allreduce", "--cluster", "dgx-h100", "--algo", "NVLS", "--proto", "LL"},
+            "Simple protocol only"},
+        Impossible{
+            {"--coll", "allreduce", "--cluster", "dgx-h100", "--proto", "LL128", "--chunk", "100"},
+            "below the LL128 grain"},
         Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--nchannels", "0"},
                    "--nchannels must be at least 1"},
         Impossible{{"--coll", "allreduce", "--cluster", "dgx-h100", "--nchannels", "65"},
@@ -147,9 +146,9 @@ TEST(CalibrateCli, ListsAndChecksTheEmbeddedLogs) {
   CliRun logs = run_lagom({"calibrate", "logs"});
   ASSERT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_TRUE(contains(logs.out, "builtin:12-a100x8-nvswitch-allreduce-1proc.txt"));
-  const auto j = json_of(run_lagom({"calibrate", "check", "--nccl-tests",
-                                    "builtin:12-a100x8-nvswitch-allreduce-1proc.txt@dgx-a100",
-                                    "--json"}));
+  const auto j =
+      json_of(run_lagom({"calibrate", "check", "--nccl-tests",
+                         "builtin:12-a100x8-nvswitch-allreduce-1proc.txt@dgx-a100", "--json"}));
   EXPECT_EQ(j["rows"].size(), 30u);  // the log's 30 sizes, 8 B .. 4 GiB
 }
 
@@ -168,13 +167,13 @@ TEST(CalibrateCli, FitWritesAProfileThatOtherCommandsLoad) {
 }
 
 TEST(CalibrateCli, BadInputs) {
-  EXPECT_EQ(run_lagom({"calibrate", "fit", "--nccl-tests",
-                       "builtin:02-h100x8-nvswitch-allgather-nccl2.29.txt", "--cluster",
-                       "dgx-h100"})
-                .exit_code,
-            2);  // no -o
-  CliRun missing = run_lagom({"calibrate", "check", "--nccl-tests", "/nonexistent.log",
-                              "--cluster", "dgx-h100"});
+  EXPECT_EQ(
+      run_lagom({"calibrate", "fit", "--nccl-tests",
+                 "builtin:02-h100x8-nvswitch-allgather-nccl2.29.txt", "--cluster", "dgx-h100"})
+          .exit_code,
+      2);  // no -o
+  CliRun missing = run_lagom(
+      {"calibrate", "check", "--nccl-tests", "/nonexistent.log", "--cluster", "dgx-h100"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_TRUE(contains(missing.err, "/nonexistent.log")) << missing.err;
   CliRun wrong_gpu = run_lagom({"calibrate", "check", "--nccl-tests",
@@ -189,13 +188,14 @@ TEST(SimulateCli, ClusterTimesCommunicationWithTheCollectiveModel) {
   // The workload runs a 256 MiB all-reduce then a 64 MiB all-gather pinned to Ring/Simple on 4
   // channels, one after the other on every rank: the step is the sum of what `lagom comm` says
   // for each (same model, same configuration), to the nanosecond.
-  const auto ar = json_of(run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100",
-                                     "-b", "256M", "-e", "256M", "--json"}));
-  const auto ag = json_of(run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100",
-                                     "-b", "64M", "-e", "64M", "--algo", "Ring", "--proto",
-                                     "Simple", "--nchannels", "4", "--json"}));
-  const auto sim = json_of(run_lagom({"simulate", "--workload", data_path("workloads/comm-8gpu.json"),
-                                      "--cluster", "dgx-h100", "--json"}));
+  const auto ar = json_of(run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b",
+                                     "256M", "-e", "256M", "--json"}));
+  const auto ag = json_of(
+      run_lagom({"comm", "--coll", "allgather", "--cluster", "dgx-h100", "-b", "64M", "-e", "64M",
+                 "--algo", "Ring", "--proto", "Simple", "--nchannels", "4", "--json"}));
+  const auto sim =
+      json_of(run_lagom({"simulate", "--workload", data_path("workloads/comm-8gpu.json"),
+                         "--cluster", "dgx-h100", "--json"}));
   const double expect_us = std::round(ar["rows"][0]["time_us"].get<double>() * 1e3) / 1e3 +
                            std::round(ag["rows"][0]["time_us"].get<double>() * 1e3) / 1e3;
   EXPECT_NEAR(sim["step_time_us"].get<double>(), expect_us, 1e-6);
@@ -203,8 +203,8 @@ TEST(SimulateCli, ClusterTimesCommunicationWithTheCollectiveModel) {
 }
 
 TEST(SimulateCli, ModelErrorsNameTheOp) {
-  CliRun illegal = run_lagom({"simulate", "--workload", data_path("bad/pinned-illegal.json"),
-                              "--cluster", "dgx-h100"});
+  CliRun illegal = run_lagom(
+      {"simulate", "--workload", data_path("bad/pinned-illegal.json"), "--cluster", "dgx-h100"});
   EXPECT_EQ(illegal.exit_code, 1);
   EXPECT_TRUE(contains(illegal.err, "'ag0'")) << illegal.err;
   EXPECT_TRUE(contains(illegal.err, "Simple")) << illegal.err;

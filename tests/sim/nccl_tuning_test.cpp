@@ -788,7 +788,9 @@ TEST(NcclEnv, SetsWhatNcclInitReads) {
   // ceiling wins.
   NcclCommInfo both = h100_nodes(2);
   both.ring.nchannels = both.tree.nchannels = 1;
-  apply_nccl_env({{"NCCL_MIN_CTAS", "4"}, {"NCCL_MIN_NCHANNELS", "6"}, {"NCCL_MAX_CTAS", "32"},
+  apply_nccl_env({{"NCCL_MIN_CTAS", "4"},
+                  {"NCCL_MIN_NCHANNELS", "6"},
+                  {"NCCL_MAX_CTAS", "32"},
                   {"NCCL_MAX_NCHANNELS", "5"}},
                  both);
   EXPECT_EQ(both.min_ctas, 6);
@@ -823,14 +825,17 @@ TEST(NcclEnv, RejectsUnknownNamesAndBadValues) {
   EXPECT_NE(unknown.find("unknown NCCL environment variable 'NCCL_MIN_CTA'"), std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("NCCL_MIN_CTAS"), std::string::npos) << unknown;  // lists the known
-  EXPECT_NE(error_of([&] { apply_nccl_env({{"NCCL_MIN_CTAS", "8x"}}, c); })
-                .find("NCCL_MIN_CTAS=8x: expected an integer"),
+  EXPECT_NE(error_of([&] {
+              apply_nccl_env({{"NCCL_MIN_CTAS", "8x"}}, c);
+            }).find("NCCL_MIN_CTAS=8x: expected an integer"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_nccl_env({{"NCCL_MAX_CTAS", "65"}}, c); })
-                .find("NCCL_MAX_CTAS=65: must be in 1..64"),
+  EXPECT_NE(error_of([&] {
+              apply_nccl_env({{"NCCL_MAX_CTAS", "65"}}, c);
+            }).find("NCCL_MAX_CTAS=65: must be in 1..64"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_nccl_env({{"NCCL_NTHREADS", ""}}, c); })
-                .find("NCCL_NTHREADS=: expected an integer"),
+  EXPECT_NE(error_of([&] {
+              apply_nccl_env({{"NCCL_NTHREADS", ""}}, c);
+            }).find("NCCL_NTHREADS=: expected an integer"),
             std::string::npos);
 }
 

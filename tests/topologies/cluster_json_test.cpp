@@ -390,12 +390,14 @@ TEST(ClusterJson, NcclEnvironment) {
   EXPECT_EQ(spec.nccl_env, (std::map<std::string, std::string>{{"NCCL_BUFFSIZE", "8388608"},
                                                                {"NCCL_MIN_CTAS", "8"}}));
   doc["nccl_env"] = {{"NCCL_MIN_CTAS", 8.5}};
-  EXPECT_NE(error_of([&] { parse_cluster_json(doc.dump(), "env.json"); })
-                .find("nccl_env.NCCL_MIN_CTAS: expected a string or an integer, got"),
+  EXPECT_NE(error_of([&] {
+              parse_cluster_json(doc.dump(), "env.json");
+            }).find("nccl_env.NCCL_MIN_CTAS: expected a string or an integer, got"),
             std::string::npos);
   doc["nccl_env"] = json::array({"NCCL_MIN_CTAS=8"});
-  EXPECT_NE(error_of([&] { parse_cluster_json(doc.dump(), "env.json"); })
-                .find("nccl_env: expected an object of NCCL_NAME: value"),
+  EXPECT_NE(error_of([&] {
+              parse_cluster_json(doc.dump(), "env.json");
+            }).find("nccl_env: expected an object of NCCL_NAME: value"),
             std::string::npos);
 }
 
