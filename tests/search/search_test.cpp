@@ -1,0 +1,530 @@
+// The evaluator (search/evaluator.hpp) and the search methods (search/search.hpp) on small
+// hand-written steps: a chain of compute ops on one stream with k collectives of different sizes
+// on another, each overlapping the next compute op, on one node of the paper's cluster A.
+#include "lagom/search/search.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/search/evaluator.hpp"
+#include "lagom/search/plan.hpp"
+#include "lagom/search/plan_source.hpp"
+#include "lagom/sim/engine.hpp"
+#include "lagom/sim/model_cost.hpp"
+#include "lagom/sim/resource_contention.hpp"
+#include "lagom/topologies/cluster.hpp"
+#include "lagom/traces/execution_graph.hpp"
+#include "test_util.hpp"
+
+namespace lagom::test {
+namespace {
+
+using search::Evaluator;
+using search::Grid;
+using search::Method;
+using search::Resources;
+using search::SearchOptions;
+using search::SearchResult;
+using search::SpaceOptions;
+
+struct Hardware {
+  topologies::Cluster cluster = topologies::load_cluster("a40-nvlink");
+  calibrate::HardwareProfile profile = calibrate::default_profile_for_gpu(cluster.spec().gpu_type);
+};
+
+const Hardware& a40() {
+  static const Hardware hw;
+  return hw;
+}
+
+constexpr int kRanks = 4;
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+// k + 1 GEMMs (flops each, 1056 blocks, one per SM) on a compute stream; collective i (an
+// all-gather of (i + 1) x per_rank bytes per rank) starts after GEMM i on a comm stream, so it
+// overlaps GEMM i + 1. Every collective is its own class (distinct sizes).
+traces::Workload chain(int k, std::int64_t per_rank = 4 * kMiB, double flops = 1e11,
+                       std::string_view extra_comm = "") {
+  std::string ranks;
+  std::string group;
+  for (int r = 0; r < kRanks; ++r) {
+    std::string comp;
+    std::string comm;
+    for (int i = 0; i <= k; ++i) {
+      comp += fmt::format(R"({}{{"id": "r{}.c{}", "kind": "compute", "flops": {},
+                              "bytes": 67108864, "blocks": 1056, "blocks_per_sm": 1,
+                              "class": "gemm"}})",
+                          i > 0 ? ", " : "", r, i, flops);
+    }
+    for (int i = 0; i < k; ++i) {
+      comm += fmt::format(R"({}{{"id": "r{}.a{}", "kind": "allgather", "group": "world",
+                              "bytes": {}, "deps": ["r{}.c{}"]}})",
+                          i > 0 ? ", " : "", r, i, per_rank * (i + 1) * kRanks, r, i);
+    }
+    std::string extra(extra_comm);
+    for (std::size_t at; (at = extra.find("{r}")) != std::string::npos;) {
+      extra.replace(at, 3, std::to_string(r));
+    }
+    ranks += fmt::format(R"({}{{"rank": {}, "streams": [
+                              {{"stream": "compute", "ops": [{}]}},
+                              {{"stream": "comm", "ops": [{}{}]}}]}})",
+                         r > 0 ? ", " : "", r, comp, comm, extra);
+    group += fmt::format("{}{}", r > 0 ? ", " : "", r);
+  }
+  return workload("[" + ranks + "]", R"({"world": [)" + group + "]}");
+}
+
+SpaceOptions coarse_nccl() {
+  return SpaceOptions{Grid::kCoarse, Resources::kNccl};
+}
+
+SearchResult run(Evaluator& eval, Method m, long budget = 0, std::uint64_t seed = 1) {
+  SearchOptions o;
+  o.method = m;
+  o.budget = budget;
+  o.seed = seed;
+  return search::run_search(eval, o);
+}
+
+std::string plan_json(const search::ConfigPlan& plan) {
+  std::ostringstream out;
+  search::write_plan_json(plan, out);
+  return out.str();
+}
+
+// The step simulated as `lagom simulate --cluster` does (ModelCost, ResourceContention, Engine),
+// optionally with a plan replayed through PlanOverrides as `simulate --plan` does.
+sim::SimResult simulate_step(const traces::Workload& w, const search::ConfigPlan* plan = nullptr,
+                             bool contention = true) {
+  sim::ModelCost cost(a40().cluster, a40().profile, w);
+  std::unique_ptr<search::PlanOverrides> overrides;
+  if (plan != nullptr) {
+    overrides = std::make_unique<search::PlanOverrides>(*plan, w, cost, "plan");
+    cost.set_config_source(overrides.get());
+  }
+  std::unique_ptr<sim::ResourceContention> rc;
+  if (contention) {
+    rc = std::make_unique<sim::ResourceContention>(cost);
+  }
+  const traces::ExecutionGraph g = traces::analyze(w);
+  sim::Engine engine(w, g, sim::SimOptions{&cost, rc.get()});
+  return engine.run();
+}
+
+std::vector<std::optional<sim::CommConfig>> nccl_configs(const Evaluator& e) {
+  return std::vector<std::optional<sim::CommConfig>>(e.classes().size());
+}
+
+// --- Evaluator -------------------------------------------------------------------------------
+
+TEST(SearchEvaluator, ClassesGroupCallsOfOneCollectiveSizeAndCommunicator) {
+  // Two all-gathers of 16 MiB (the chain's first and this one), one of 32 MiB, a reduce-scatter
+  // of 16 MiB (another collective) and a fixed-duration all-reduce (measured, not tunable): three
+  // classes.
+  const std::string extra =
+      R"(, {"id": "r{r}.ag2", "kind": "allgather", "group": "world", "bytes": 16777216},
+           {"id": "r{r}.rs", "kind": "reducescatter", "group": "world", "bytes": 16777216},
+           {"id": "r{r}.ar", "kind": "allreduce", "group": "world", "bytes": 1024,
+            "duration_us": 5})";
+  const traces::Workload w = chain(2, 4 * kMiB, 1e11, extra);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  const auto& classes = eval.classes();
+  ASSERT_EQ(classes.size(), 3u);
+  sim::ModelCost cost(a40().cluster, a40().profile, w);
+  std::multiset<std::pair<std::string, std::int64_t>> seen;
+  for (const search::CollClass& c : classes) {
+    seen.emplace(std::string(sim::to_string(c.coll)), c.bytes);
+    EXPECT_EQ(c.nranks, kRanks);
+    EXPECT_EQ(c.nnodes, 1);
+    EXPECT_EQ(c.calls, static_cast<int>(c.examples.size()));
+    EXPECT_EQ(c.calls, c.coll == sim::CollKind::kAllGather && c.bytes == 16 * kMiB ? 2 : 1);
+    EXPECT_FALSE(c.subspaces.empty());
+    // NCCL's own choice, as the simulator makes it without a plan.
+    const sim::CommConfig n = cost.config_for(w, c.examples.front());
+    EXPECT_EQ(c.nccl.algo, n.algo);
+    EXPECT_EQ(c.nccl.proto, n.proto);
+    EXPECT_EQ(c.nccl.nchannels, n.nchannels);
+    EXPECT_EQ(c.nccl.nthreads, n.nthreads);
+    EXPECT_EQ(c.nccl.chunk_bytes, n.chunk_bytes);
+  }
+  EXPECT_EQ(seen,
+            (std::multiset<std::pair<std::string, std::int64_t>>{
+                {"AllGather", 16 * kMiB}, {"AllGather", 32 * kMiB}, {"ReduceScatter", 16 * kMiB}}));
+}
+
+TEST(SearchEvaluator, NcclsConfigsGiveTheSimulatedStep) {
+  const traces::Workload w = chain(3);
+  for (bool contention : {true, false}) {
+    SCOPED_TRACE(contention ? "with contention" : "without contention");
+    Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl(), contention);
+    const search::Evaluation e = eval.evaluate(nccl_configs(eval));
+    EXPECT_EQ(eval.evaluations(), 1);
+    const sim::SimResult r = simulate_step(w, nullptr, contention);
+    EXPECT_EQ(e.step_time, r.step_time);
+    // x_j: its one call's duration (one member); compute: every compute op's running time.
+    ASSERT_EQ(e.comm_us.size(), 3u);
+    for (std::size_t j = 0; j < 3; ++j) {
+      const traces::OpId op = eval.classes()[j].examples.front();
+      EXPECT_DOUBLE_EQ(e.comm_us[j], (r.ops[op].end - r.ops[op].start).us());
+      EXPECT_GT(e.group_comm_us[j], 0);
+      EXPECT_GT(e.group_compute_us[j], 0);  // every collective overlaps a GEMM
+    }
+    double compute = 0;
+    for (traces::OpId op = 0; op < w.op_count(); ++op) {
+      if (w.kind(op) == traces::OpKind::kCompute) {
+        compute += (r.ops[op].end - r.ops[op].start).us();
+      }
+    }
+    EXPECT_DOUBLE_EQ(e.compute_us, compute);
+  }
+}
+
+TEST(SearchEvaluator, AConfigIsAppliedToEveryCallOfItsClass) {
+  // Evaluating class 0 at Ring/Simple on one channel with 256 KiB chunks is the workload with
+  // that config pinned on its ops.
+  const traces::Workload w = chain(1);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kCoarse, Resources::kFull});
+  sim::CommConfig c = eval.classes()[0].nccl;
+  c.algo = sim::Algorithm::kRing;
+  c.proto = sim::Protocol::kSimple;
+  c.nchannels = 1;
+  c.chunk_bytes = 256 * 1024;
+  const std::vector<std::optional<sim::CommConfig>> configs{c};
+  const search::Evaluation e = eval.evaluate(configs);
+  const search::Evaluation nccl = eval.evaluate(nccl_configs(eval));
+  EXPECT_NE(e.step_time, nccl.step_time);
+  EXPECT_EQ(eval.evaluations(), 2);
+
+  std::string pinned;
+  for (int r = 0; r < kRanks; ++r) {
+    pinned += fmt::format(
+        R"({}{{"rank": {}, "streams": [
+             {{"stream": "compute", "ops": [
+               {{"id": "r{}.c0", "kind": "compute", "flops": 1e11, "bytes": 67108864,
+                 "blocks": 1056, "blocks_per_sm": 1, "class": "gemm"}},
+               {{"id": "r{}.c1", "kind": "compute", "flops": 1e11, "bytes": 67108864,
+                 "blocks": 1056, "blocks_per_sm": 1, "class": "gemm"}}]}},
+             {{"stream": "comm", "ops": [
+               {{"id": "r{}.a0", "kind": "allgather", "group": "world", "bytes": {},
+                 "deps": ["r{}.c0"], "config": {{"algo": "Ring", "proto": "Simple",
+                 "nchannels": 1, "nthreads": {}, "chunk_bytes": 262144}}}}]}}]}})",
+        r > 0 ? ", " : "", r, r, r, r, 4 * kMiB * kRanks, r, c.nthreads);
+  }
+  const sim::SimResult r =
+      simulate_step(workload("[" + pinned + "]", R"({"world": [0, 1, 2, 3]})"));
+  EXPECT_EQ(e.step_time, r.step_time);
+}
+
+TEST(SearchEvaluator, WrongNumberOfConfigsIsAnError) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  const std::vector<std::optional<sim::CommConfig>> one(1);
+  EXPECT_NE(error_of([&] { eval.evaluate(one); }).find("2 collective classes"), std::string::npos);
+}
+
+// --- Methods ---------------------------------------------------------------------------------
+
+TEST(SearchMethods, NamesParseCaseInsensitively) {
+  for (Method m :
+       {Method::kNccl, Method::kAutoCcl, Method::kLagom, Method::kExhaustive, Method::kRandom}) {
+    EXPECT_EQ(search::parse_method(search::to_string(m)), m);
+  }
+  EXPECT_EQ(search::parse_method("LaGoM"), Method::kLagom);
+  EXPECT_EQ(search::parse_method("AutoCCL"), Method::kAutoCcl);
+  EXPECT_FALSE(search::parse_method("lagom2").has_value());
+  EXPECT_FALSE(search::parse_method("").has_value());
+}
+
+TEST(SearchMethods, NcclIsOneEvaluationOfNcclsChoiceAndNoRules) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  const SearchResult r = run(eval, Method::kNccl);
+  EXPECT_EQ(r.evaluations, 1);
+  EXPECT_EQ(r.step_time, r.nccl_step_time);
+  EXPECT_EQ(r.nccl_step_time.us() / r.step_time.us(), 1.0);
+  EXPECT_EQ(r.step_time, simulate_step(w).step_time);
+  EXPECT_TRUE(r.plan.rules.empty());
+  ASSERT_EQ(r.choices.size(), 2u);
+  for (std::size_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(r.choices[j].config.nchannels, eval.classes()[j].nccl.nchannels);
+    EXPECT_EQ(r.choices[j].time_us, r.choices[j].nccl_time_us);
+  }
+}
+
+TEST(SearchMethods, EveryMethodReportsNcclsStepAndOneRulePerClass) {
+  const traces::Workload w = chain(2);
+  const sim::SimResult nccl = simulate_step(w);
+  for (Resources res : {Resources::kNccl, Resources::kFull}) {
+    Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kCoarse, res});
+    for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kExhaustive, Method::kRandom}) {
+      if (m == Method::kExhaustive && res == Resources::kFull) {
+        continue;  // 56^2 combinations: beyond this test's time
+      }
+      SCOPED_TRACE(fmt::format("{} in the {} space", search::to_string(m), search::to_string(res)));
+      const SearchResult r = run(eval, m);
+      EXPECT_EQ(r.method, m);
+      EXPECT_EQ(r.nccl_step_time, nccl.step_time);
+      EXPECT_EQ(r.plan.context.method, search::to_string(m));
+      EXPECT_EQ(r.plan.context.evaluations, r.evaluations);
+      EXPECT_EQ(r.plan.context.step_time_us, r.step_time.us());
+      ASSERT_EQ(r.plan.rules.size(), eval.classes().size());
+      for (std::size_t j = 0; j < eval.classes().size(); ++j) {
+        const search::CollClass& c = eval.classes()[j];
+        const search::PlanRule& rule = r.plan.rules[j];
+        EXPECT_EQ(rule.coll, c.coll);
+        EXPECT_EQ(rule.min_bytes, c.bytes);
+        EXPECT_EQ(rule.max_bytes, c.bytes);
+        EXPECT_EQ(rule.nnodes, c.nnodes);
+        EXPECT_EQ(rule.nranks, c.nranks);
+        EXPECT_EQ(rule.algo, r.choices[j].config.algo);
+        EXPECT_EQ(rule.proto, r.choices[j].config.proto);
+        EXPECT_EQ(rule.nchannels, r.choices[j].config.nchannels);
+        EXPECT_EQ(rule.calls, c.calls);
+        // --space nccl plans set only what stock NCCL applies per call.
+        if (res == Resources::kNccl) {
+          EXPECT_EQ(rule.nthreads, 0);
+          EXPECT_EQ(rule.chunk_bytes, 0);
+        } else {
+          EXPECT_EQ(rule.nthreads, r.choices[j].config.nthreads);
+          EXPECT_EQ(rule.chunk_bytes, r.choices[j].config.chunk_bytes);
+        }
+      }
+      // The plan replayed as `lagom simulate --plan` does gives the reported step.
+      EXPECT_EQ(simulate_step(w, &r.plan).step_time, r.step_time);
+    }
+  }
+}
+
+TEST(SearchMethods, OraclesNeverLoseToNcclAndExhaustiveBeatsEveryMethod) {
+  // Exhaustive and random keep the best step seen, starting from NCCL's. Exhaustive sees every
+  // combination of grid points; lagom and autoccl end with every class on a grid point, so none
+  // of them can beat it. (autoccl minimises each collective's own time, not the step: it may
+  // lose to NCCL, and lagom starts from minimum resources: neither promises to beat NCCL.)
+  for (std::int64_t per_rank : {kMiB, 4 * kMiB, 16 * kMiB}) {
+    SCOPED_TRACE(fmt::format("{} MiB per rank", per_rank / kMiB));
+    const traces::Workload w = chain(2, per_rank, 1e12);
+    Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+    const SearchResult ex = run(eval, Method::kExhaustive);
+    const SearchResult rnd = run(eval, Method::kRandom, 40);
+    EXPECT_LE(ex.step_time, ex.nccl_step_time);
+    EXPECT_LE(rnd.step_time, rnd.nccl_step_time);
+    EXPECT_LE(ex.step_time, rnd.step_time);
+    EXPECT_LE(ex.step_time, run(eval, Method::kLagom).step_time);
+    EXPECT_LE(ex.step_time, run(eval, Method::kAutoCcl).step_time);
+  }
+}
+
+TEST(SearchMethods, ExhaustiveEvaluatesEveryCombinationOnce) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  std::size_t combos = 1;
+  for (const search::CollClass& c : eval.classes()) {
+    std::size_t points = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      points += s.size();
+    }
+    combos *= points;
+  }
+  const SearchResult r = run(eval, Method::kExhaustive);
+  // NCCL's baseline, every combination, and the plan's own evaluation unless it was the last.
+  EXPECT_GE(r.evaluations, static_cast<long>(combos) + 1);
+  EXPECT_LE(r.evaluations, static_cast<long>(combos) + 2);
+}
+
+TEST(SearchMethods, ExhaustiveOverBudgetThrowsSayingSo) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  std::size_t combos = 1;
+  for (const search::CollClass& c : eval.classes()) {
+    std::size_t points = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      points += s.size();
+    }
+    combos *= points;
+  }
+  ASSERT_GT(combos, 20u);
+  const std::string msg = error_of([&] { run(eval, Method::kExhaustive, 20); });
+  EXPECT_NE(msg.find("budget"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(combos)), std::string::npos) << msg;
+  // Eight classes in the full fine space are far beyond the default budget.
+  const traces::Workload big = chain(8);
+  Evaluator big_eval(big, a40().cluster, a40().profile, SpaceOptions{});
+  const std::string big_msg = error_of([&] { run(big_eval, Method::kExhaustive); });
+  EXPECT_NE(big_msg.find("budget of 100000"), std::string::npos) << big_msg;
+}
+
+TEST(SearchMethods, RandomIsSeeded) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  const std::string a = plan_json(run(eval, Method::kRandom, 12, 7).plan);
+  EXPECT_EQ(a, plan_json(run(eval, Method::kRandom, 12, 7).plan));
+  std::set<std::string> plans;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    plans.insert(plan_json(run(eval, Method::kRandom, 12, seed).plan));
+  }
+  EXPECT_GE(plans.size(), 2u) << "six seeds drew the same plan";
+}
+
+TEST(SearchMethods, BudgetBoundsEvaluations) {
+  // Searches stop once they have spent the budget; the plan's own evaluation may add one.
+  const traces::Workload w = chain(4, 16 * kMiB, 1e12);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kRandom}) {
+    for (long budget : {2L, 5L}) {
+      SCOPED_TRACE(fmt::format("{} with budget {}", search::to_string(m), budget));
+      EXPECT_LE(run(eval, m, budget).evaluations, budget + 1);
+    }
+  }
+}
+
+// BUG (minor; search/src/search.cpp Run::go): --budget is documented as "evaluations
+// (simulations) at most" (cli/tune_command.cpp, SearchOptions::budget), but the final check of
+// the chosen plan is not counted against it: autoccl and random (and lagom, when it ends on an
+// undone step) end one evaluation over the budget whenever the chosen plan is not the last one
+// simulated (random with budget 2 re-simulates NCCL's own choice when its one draw lost), and
+// exhaustive accepts a space of budget - 1 combinations and then spends budget + 1.
+TEST(SearchMethods, DISABLED_BudgetIsAnUpperBound) {
+  const traces::Workload w = chain(4, 16 * kMiB, 1e12);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kRandom}) {
+    for (long budget : {2L, 5L}) {
+      SCOPED_TRACE(fmt::format("{} with budget {}", search::to_string(m), budget));
+      EXPECT_LE(run(eval, m, budget).evaluations, budget);
+    }
+  }
+  const traces::Workload w2 = chain(2);
+  Evaluator small(w2, a40().cluster, a40().profile, coarse_nccl());
+  long combos = 1;
+  for (const search::CollClass& c : small.classes()) {
+    long points = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      points += static_cast<long>(s.size());
+    }
+    combos *= points;
+  }
+  EXPECT_LE(run(small, Method::kExhaustive, combos + 1).evaluations, combos + 1);
+}
+
+struct LagomVsExhaustive {
+  int k;
+  std::int64_t per_rank;
+  double flops;
+};
+
+TEST(SearchMethods, LagomIsWithinTwoPercentOfExhaustiveOnSmallSteps) {
+  for (const LagomVsExhaustive& c :
+       {LagomVsExhaustive{1, kMiB, 1e11}, LagomVsExhaustive{2, kMiB, 1e11},
+        LagomVsExhaustive{2, 4 * kMiB, 1e11}, LagomVsExhaustive{2, 16 * kMiB, 1e12}}) {
+    const traces::Workload w = chain(c.k, c.per_rank, c.flops);
+    Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+    const SearchResult ex = run(eval, Method::kExhaustive);
+    const SearchResult lg = run(eval, Method::kLagom);
+    const double gap = lg.step_time.us() / ex.step_time.us() - 1;
+    std::cout << fmt::format(
+        "[ lagom vs exhaustive ] k={} {} MiB/rank {:g} flops: nccl {:.3f} us, lagom {:.3f} us "
+        "({} evals), exhaustive {:.3f} us ({} evals), gap {:.2f}%\n",
+        c.k, c.per_rank / kMiB, c.flops, ex.nccl_step_time.us(), lg.step_time.us(), lg.evaluations,
+        ex.step_time.us(), ex.evaluations, 100 * gap);
+    EXPECT_LE(gap, 0.02);
+    EXPECT_GE(gap, 0.0);  // exhaustive is the optimum over the grid lagom walks on
+  }
+}
+
+TEST(SearchMethods, LagomEvaluationsGrowLinearlyWithClasses) {
+  // Algorithm 1 + 2 as search.cpp implements them: NCCL's baseline (1), then per class one
+  // placement at minimum resources and growth steps that each move every resource axis at least
+  // one grid point up (an undone step also ends the class), so at most L_j - 1 growth steps
+  // on a class whose longest axis has L_j points; then at most one final check. Hence
+  // evaluations <= 2 + sum_j L_j, i.e. <= 7k + 2 on the coarse --space nccl grid (channels 1,
+  // 2, ..., 64): linear in k.
+  std::vector<long> evals;
+  for (int k : {1, 2, 4, 8}) {
+    const traces::Workload w = chain(k);
+    Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+    ASSERT_EQ(eval.classes().size(), static_cast<std::size_t>(k));
+    long bound = 2;
+    for (const search::CollClass& c : eval.classes()) {
+      std::size_t longest = 0;
+      for (const search::Subspace& s : c.subspaces) {
+        longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
+      }
+      EXPECT_LE(longest, 7u);
+      bound += static_cast<long>(longest);
+    }
+    const SearchResult r = run(eval, Method::kLagom);
+    evals.push_back(r.evaluations);
+    std::cout << fmt::format("[ lagom evaluations ] k={}: {} (bound {})\n", k, r.evaluations,
+                             bound);
+    EXPECT_LE(r.evaluations, bound);
+    EXPECT_LE(r.evaluations, 7 * k + 2);
+    EXPECT_GE(r.evaluations, k + 1);  // every class is placed once
+  }
+  // Linear, not quadratic: 8 classes cost far less than 64x one class.
+  EXPECT_LT(static_cast<double>(evals[3]) / static_cast<double>(evals[0]), 32.0);
+}
+
+TEST(SearchMethods, LagomVariantsKeepTheLinearBound) {
+  // The bound above holds for every reading of Algorithm 2 (each growth step still moves the
+  // longest axis at least one point); --lagom-subspace best adds one probing round per subspace
+  // index.
+  const traces::Workload w = chain(4, 16 * kMiB, 1e12);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  long bound = 2;
+  std::size_t rounds = 0;
+  for (const search::CollClass& c : eval.classes()) {
+    std::size_t longest = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
+    }
+    bound += static_cast<long>(longest);
+    rounds = std::max(rounds, c.subspaces.size());
+  }
+  for (auto sub : {search::LagomSubspace::kNccl, search::LagomSubspace::kBest}) {
+    for (auto step : {search::LagomStep::kPoints, search::LagomStep::kAxis}) {
+      for (double min_gain : {0.0, 0.01}) {
+        for (bool guard : {true, false}) {
+          SearchOptions o;
+          o.method = Method::kLagom;
+          o.lagom_subspace = sub;
+          o.lagom_step = step;
+          o.lagom_min_gain = min_gain;
+          o.lagom_step_guard = guard;
+          const SearchResult r = search::run_search(eval, o);
+          const long probes =
+              sub == search::LagomSubspace::kBest && rounds > 1 ? static_cast<long>(rounds) : 0;
+          EXPECT_LE(r.evaluations, bound + probes)
+              << (sub == search::LagomSubspace::kBest ? "best" : "nccl") << " subspace, "
+              << (step == search::LagomStep::kAxis ? "axis" : "points") << " step, min gain "
+              << min_gain << ", guard " << guard;
+          EXPECT_GE(r.evaluations, 1 + probes + 4);  // baseline, probes, 4 placements
+        }
+      }
+    }
+  }
+}
+
+TEST(SearchMethods, SameInputsGiveByteIdenticalPlans) {
+  const traces::Workload w = chain(3, 4 * kMiB, 1e11);
+  for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kRandom}) {
+    SCOPED_TRACE(search::to_string(m));
+    Evaluator a(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+    Evaluator b(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+    const SearchResult ra = run(a, m, m == Method::kRandom ? 30 : 0);
+    const SearchResult rb = run(b, m, m == Method::kRandom ? 30 : 0);
+    EXPECT_EQ(plan_json(ra.plan), plan_json(rb.plan));
+    EXPECT_EQ(ra.evaluations, rb.evaluations);
+    // And on an evaluator that has already run a search.
+    EXPECT_EQ(plan_json(run(a, m, m == Method::kRandom ? 30 : 0).plan), plan_json(ra.plan));
+  }
+}
+
+}  // namespace
+}  // namespace lagom::test
