@@ -160,7 +160,7 @@ struct Setup {
 
 Setup setup(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
             const TuneOptions& t, const po::variables_map& vm) {
-  mo.fold = !t.no_fold;
+  mo.fold = !t.no_fold && model_requested(mo, vm);  // only a generated step folds
   Setup s;
   s.step = load_step_input(input, hw, mo, vm, /*need_cluster=*/true);
   const Hardware& h = *s.step.hardware;

@@ -328,14 +328,16 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
                        r.max_bytes, csv_algo(algo), lower(sim::to_string(proto)), channels,
                        r.nnodes, r.nranks);
     if (r.nccl) {
-      ++seen[r.coll][fmt::format("{},{},{}", csv_algo(r.nccl->algo),
-                                 lower(sim::to_string(r.nccl->proto)), r.nccl->nchannels)];
+      // Weighted by the calls the rule covers (1 when the plan does not say).
+      seen[r.coll][fmt::format("{},{},{}", csv_algo(r.nccl->algo),
+                               lower(sim::to_string(r.nccl->proto)), r.nccl->nchannels)] +=
+          std::max(1, r.calls);
     }
   }
   if (!seen.empty()) {
     out << "# Catch-alls for calls the plan does not cover: NCCL's most frequent choice per "
            "collective\n"
-           "# in this step (the example plugin cannot say \"NCCL's choice\").\n";
+           "# over this step's calls (the example plugin cannot say \"NCCL's choice\").\n";
   }
   for (const auto& [coll, choices] : seen) {
     const auto best =
@@ -353,6 +355,7 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
          "#   export LAGOM_TUNER_PLAN=/path/to/plan.json\n";
   // Threads by the variable that sets them; chunk by buffer.
   std::map<std::string, std::set<std::int64_t>> values;
+  std::set<std::string> skipped;  // algorithms whose threads/chunks no variable sets
   int max_channels = 0;
   for (const PlanRule& r : plan.rules) {
     if (!sim::is_tuned(r.coll)) {
@@ -364,7 +367,17 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
     if (!proto) {
       continue;
     }
-    if (r.nthreads > 0) {
+    const std::optional<sim::Algorithm> algo =
+        r.algo ? r.algo : (r.nccl ? std::optional(r.nccl->algo) : std::nullopt);
+    // NCCL runs Tree, PAT, NVLS and CollNet at its maximum threads whatever the environment says
+    // (topoGetAlgoInfo), and sizes NVLS and CollNet chunks by their own rules: only Ring threads
+    // and Ring/Tree chunks come from the variables below.
+    const bool ring = algo == sim::Algorithm::kRing;
+    const bool ring_or_tree = ring || algo == sim::Algorithm::kTree;
+    if ((r.nthreads > 0 && !ring) || (r.chunk_bytes > 0 && !ring_or_tree)) {
+      skipped.insert(std::string(algo ? sim::to_string(*algo) : "unknown"));
+    }
+    if (r.nthreads > 0 && ring) {
       if (*proto == sim::Protocol::kLL128) {
         values["NCCL_LL128_NTHREADS"].insert(r.nthreads);
       } else {
@@ -374,13 +387,18 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
         values["NCCL_NTHREADS"].insert(base);
       }
     }
-    if (r.chunk_bytes > 0) {
-      // calcCollChunking: Simple chunk = BUFFSIZE / 8 steps * 4 chunk steps (ring AR/AG/RS);
-      // LL chunk = BUFFSIZE / 8 / 2; LL128 chunk = BUFFSIZE / 8 * 15/16.
+    if (r.chunk_bytes > 0 && ring_or_tree) {
+      // calcCollChunking: a step is BUFFSIZE / 8; a Simple chunk is 4 steps for Ring
+      // all-reduce, all-gather and reduce-scatter and 1 step otherwise; LL chunk = step / 2;
+      // LL128 chunk = step * 15/16.
       switch (*proto) {
-        case sim::Protocol::kSimple:
-          values["NCCL_BUFFSIZE"].insert(r.chunk_bytes * 2);
+        case sim::Protocol::kSimple: {
+          const bool four_steps =
+              ring && (r.coll == sim::CollKind::kAllReduce || r.coll == sim::CollKind::kAllGather ||
+                       r.coll == sim::CollKind::kReduceScatter);
+          values["NCCL_BUFFSIZE"].insert(r.chunk_bytes * (four_steps ? 2 : 8));
           break;
+        }
         case sim::Protocol::kLL:
           values["NCCL_LL_BUFFSIZE"].insert(r.chunk_bytes * 16);
           break;
@@ -389,6 +407,12 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
           break;
       }
     }
+  }
+  if (!skipped.empty()) {
+    out << fmt::format(
+        "# Not set for the {} rules: NCCL fixes the threads of every algorithm but Ring, and "
+        "the chunk sizes of NVLS, CollNet and PAT.\n",
+        fmt::join(skipped, ", "));
   }
   for (const auto& [name, set] : values) {
     if (set.size() == 1) {

@@ -87,6 +87,8 @@ class Run {
     const auto t0 = std::chrono::steady_clock::now();
     const Configs nccl(classes_.size());
     nccl_eval_ = evaluate(nccl);
+    best_configs_ = nccl;
+    best_ = nccl_eval_;
     Configs best;
     switch (o_.method) {
       case Method::kNccl:
@@ -105,8 +107,11 @@ class Run {
         best = random();
         break;
     }
-    // The plan's own evaluation (reused when the last one was it).
-    const Evaluation final_eval = best == last_configs_ ? last_ : evaluate(best);
+    // The plan's own evaluation: reused when it was the last or the best one simulated; otherwise
+    // one more, which the walks keep inside the budget (spent() reserves it).
+    const Evaluation final_eval = best == last_configs_   ? last_
+                                  : best == best_configs_ ? best_
+                                                          : evaluate(best);
     SearchResult r;
     r.method = o_.method;
     r.step_time = final_eval.step_time;
@@ -157,7 +162,10 @@ class Run {
     return last_;
   }
   long budget(long fallback) const { return o_.budget > 0 ? o_.budget : fallback; }
-  bool spent(long fallback) const { return evaluations_ >= budget(fallback); }
+  // Walks (autoccl, lagom): whether the next evaluation would leave none for the final check of
+  // the plan they end on. Oracles (exhaustive, random) keep their best evaluation and need none.
+  bool spent(long fallback) const { return evaluations_ + 1 >= budget(fallback); }
+  bool oracle_spent(long fallback) const { return evaluations_ >= budget(fallback); }
 
   // --- AutoCCL -------------------------------------------------------------------------------
   //
@@ -459,6 +467,8 @@ class Run {
     if (e.step_time < best_time) {
       best_time = e.step_time;
       best = cfg;
+      best_configs_ = cfg;
+      best_ = e;
     }
     return best;
   }
@@ -472,9 +482,9 @@ class Run {
     }
     if (size + 1 > static_cast<double>(limit)) {
       throw Error(fmt::format(
-          "exhaustive search: the space has {:.3g} combinations ({} collective classes), more "
-          "than the budget of {} evaluations; use --grid coarse, --space nccl, a smaller step, "
-          "or --budget",
+          "exhaustive search: the space has {:.3g} combinations ({} collective classes), which "
+          "with NCCL's own choice is more than the budget of {} evaluations; use --grid coarse, "
+          "--space nccl, a smaller step, or --budget",
           size, pts.size(), limit));
     }
     Configs best(classes_.size());
@@ -502,7 +512,7 @@ class Run {
     std::mt19937_64 rng(o_.seed);
     Configs best(classes_.size());
     Time best_time = nccl_eval_.step_time;
-    while (!spent(200)) {
+    while (!oracle_spent(200)) {
       Configs cfg(classes_.size());
       for (std::size_t j = 0; j < pts.size(); ++j) {
         cfg[j] = config_of(classes_[j], pts[j][rng() % pts[j].size()]);
@@ -518,6 +528,8 @@ class Run {
   Evaluation nccl_eval_;
   Evaluation last_;
   Configs last_configs_;
+  Evaluation best_;  // exhaustive and random: the best evaluation so far
+  Configs best_configs_;
   long evaluations_ = 0;
 };
 

@@ -242,12 +242,9 @@ TEST(TuneCli, TunesAWorkloadFileWithNoFold) {
   EXPECT_EQ(replay["step_time_us"], tune["step_time_us"]);
 }
 
-// BUG (cli/tune_command.cpp setup()): `mo.fold = !t.no_fold` turns --fold on before
-// load_step_input(), whose model_requested() check (cli/model_input.cpp) rejects --fold without
-// --model, so `lagom tune` and `lagom compare` with --workload, --chakra or a built-in workload
-// exit 2 with "--recompute and --fold describe a generated step: they need --model" unless
-// --no-fold is given.
-TEST(TuneCli, DISABLED_TunesAWorkloadFile) {
+// tune and compare fold only generated steps: a workload file (or --chakra, or a built-in
+// workload) is tuned as it is, without --no-fold.
+TEST(TuneCli, TunesAWorkloadFile) {
   const nlohmann::json sim = json_of(run_lagom(cmd("simulate", {"--json"}, kWorkloadStep)));
   const nlohmann::json tune =
       json_of(run_lagom(cmd("tune", {"--method", "nccl", "--json"}, kWorkloadStep)));

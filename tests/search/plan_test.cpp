@@ -549,13 +549,11 @@ TEST(PlanExport, EnvOfNcclsOwnRingChunksIsNcclsDefaultBuffers) {
   }
 }
 
-// BUG (search/src/plan.cpp, write_nccl_env): every Simple rule maps chunk -> NCCL_BUFFSIZE =
-// 2 x chunk, which holds only for Ring all-reduce/all-gather/reduce-scatter (4 chunk steps).
-// NCCL's calcCollChunking uses one chunk step for every other Simple case (Tree, and Ring
-// broadcast/reduce; sim/src/nccl_tuning.cpp coll_chunk_bytes does the same), so NCCL's own
-// Tree/Simple chunk (512 KiB from the default 4 MiB buffer) is exported as NCCL_BUFFSIZE=1048576,
-// which would make NCCL run a quarter of the chunk the plan asks for.
-TEST(PlanExport, DISABLED_EnvOfNcclsOwnTreeAndBroadcastChunksIsNcclsDefaultBuffer) {
+// The env export inverts calcCollChunking per algorithm and collective: a Simple chunk is 4
+// buffer steps only for Ring all-reduce/all-gather/reduce-scatter and 1 step otherwise (Tree,
+// Ring broadcast/reduce), so NCCL's own Tree/Simple chunk (512 KiB from the default 4 MiB
+// buffer) maps back to NCCL_BUFFSIZE=4194304, not a quarter of it.
+TEST(PlanExport, EnvOfNcclsOwnTreeAndBroadcastChunksIsNcclsDefaultBuffer) {
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
   std::vector<int> ranks(16);
   std::iota(ranks.begin(), ranks.end(), 0);
