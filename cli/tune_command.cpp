@@ -325,6 +325,8 @@ int tune_command(const std::vector<std::string>& args) {
     j["speedup_vs_nccl"] = speedup;
     j["evaluations"] = r.evaluations;
     j["search_ms"] = r.search_ms;
+    const search::StockNcclFit fit = search::stock_nccl_fit(r.plan);
+    j["stock_nccl"] = {{"exact", fit.exact()}, {"how", fit.summary()}};
     j["classes"] = classes_json(*s.eval, r);
     std::cout << j.dump(1) << "\n";
     return kExitOk;
@@ -337,8 +339,12 @@ int tune_command(const std::vector<std::string>& args) {
       "{:.0f} ms\n",
       to_string(m), s.eval->classes().size(), to_string(s.eval->space().grid),
       to_string(s.eval->space().resources), r.evaluations, r.search_ms);
-  fmt::print("step time    {} us (NCCL's own choice: {} us; {:.3f}x)\n\n",
+  fmt::print("step time    {} us (NCCL's own choice: {} us; {:.3f}x)\n",
              format_us(r.step_time.count_ns()), format_us(r.nccl_step_time.count_ns()), speedup);
+  if (m != search::Method::kNccl) {
+    fmt::print("stock NCCL   applies the plan {}\n", search::stock_nccl_fit(r.plan).summary());
+  }
+  fmt::print("\n");
   fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<36} {:>10}  {:<36} {:>10}\n", "collective",
              "bytes", "nodes", "ranks", "calls", "NCCL's choice", "time (us)", "chosen",
              "time (us)");

@@ -248,7 +248,8 @@ void write_plan_json(const ConfigPlan& plan, std::ostream& out) {
                   {"profile", c.profile},
                   {"step_time_us", c.step_time_us},
                   {"nccl_step_time_us", c.nccl_step_time_us},
-                  {"evaluations", c.evaluations}};
+                  {"evaluations", c.evaluations},
+                  {"stock_nccl", stock_nccl_fit(plan).summary()}};
   auto& rules = j["rules"] = nlohmann::ordered_json::array();
   for (const PlanRule& r : plan.rules) {
     nlohmann::ordered_json jr;
@@ -347,44 +348,49 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
   }
 }
 
-void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
-  out << "# NCCL settings lagom's plan needs that NCCL reads once per process (reference: "
-         "docs/formats/plan.md).\n"
-         "# Per-call algorithm, protocol and channels come from the tuner plugin:\n"
-         "#   export NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-lagom.so\n"
-         "#   export LAGOM_TUNER_PLAN=/path/to/plan.json\n";
-  // Threads by the variable that sets them; chunk by buffer.
-  std::map<std::string, std::set<std::int64_t>> values;
-  std::set<std::string> skipped;  // algorithms whose threads/chunks no variable sets
-  int max_channels = 0;
+StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
+  StockNcclFit fit;
+  int nccl_channels = 0;  // the most channels NCCL itself gave a class of the plan
   for (const PlanRule& r : plan.rules) {
     if (!sim::is_tuned(r.coll)) {
+      ++fit.alltoall_rules;
       continue;
     }
-    max_channels = std::max(max_channels, r.nchannels);
+    fit.max_channels = std::max(fit.max_channels, r.nchannels);
+    if (r.nccl) {
+      nccl_channels = std::max(nccl_channels, r.nccl->nchannels);
+    }
     const std::optional<sim::Protocol> proto =
         r.proto ? r.proto : (r.nccl ? std::optional(r.nccl->proto) : std::nullopt);
-    if (!proto) {
-      continue;
-    }
     const std::optional<sim::Algorithm> algo =
         r.algo ? r.algo : (r.nccl ? std::optional(r.nccl->algo) : std::nullopt);
+    if (!proto || !algo) {
+      if (r.nthreads > 0 || r.chunk_bytes > 0) {
+        fit.fixed_algorithms.insert("unknown");
+      }
+      continue;
+    }
     // NCCL runs Tree, PAT, NVLS and CollNet at its maximum threads whatever the environment says
-    // (topoGetAlgoInfo), and sizes NVLS and CollNet chunks by their own rules: only Ring threads
-    // and Ring/Tree chunks come from the variables below.
-    const bool ring = algo == sim::Algorithm::kRing;
-    const bool ring_or_tree = ring || algo == sim::Algorithm::kTree;
-    if ((r.nthreads > 0 && !ring) || (r.chunk_bytes > 0 && !ring_or_tree)) {
-      skipped.insert(std::string(algo ? sim::to_string(*algo) : "unknown"));
+    // (topoGetAlgoInfo), and sizes NVLS, CollNet and PAT chunks by their own rules: only Ring
+    // threads and Ring/Tree chunks come from the variables below. A rule asking for exactly
+    // NCCL's own value in NCCL's own subspace needs nothing.
+    const bool ring = *algo == sim::Algorithm::kRing;
+    const bool ring_or_tree = ring || *algo == sim::Algorithm::kTree;
+    const bool nccl_subspace = r.nccl && r.nccl->algo == *algo && r.nccl->proto == *proto;
+    const bool nccl_threads = nccl_subspace && r.nccl->nthreads == r.nthreads;
+    const bool nccl_chunk = nccl_subspace && r.nccl->chunk_bytes == r.chunk_bytes;
+    if ((r.nthreads > 0 && !ring && !nccl_threads) ||
+        (r.chunk_bytes > 0 && !ring_or_tree && !nccl_chunk)) {
+      fit.fixed_algorithms.insert(std::string(sim::to_string(*algo)));
     }
     if (r.nthreads > 0 && ring) {
       if (*proto == sim::Protocol::kLL128) {
-        values["NCCL_LL128_NTHREADS"].insert(r.nthreads);
+        fit.env["NCCL_LL128_NTHREADS"].insert(r.nthreads);
       } else {
         // NCCL adds its sync warp to Simple rings (reference/nccl.md §1.4): NCCL_NTHREADS is
         // the count without it.
         const int base = *proto == sim::Protocol::kSimple ? r.nthreads - 32 : r.nthreads;
-        values["NCCL_NTHREADS"].insert(base);
+        fit.env["NCCL_NTHREADS"].insert(base);
       }
     }
     if (r.chunk_bytes > 0 && ring_or_tree) {
@@ -396,25 +402,71 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
           const bool four_steps =
               ring && (r.coll == sim::CollKind::kAllReduce || r.coll == sim::CollKind::kAllGather ||
                        r.coll == sim::CollKind::kReduceScatter);
-          values["NCCL_BUFFSIZE"].insert(r.chunk_bytes * (four_steps ? 2 : 8));
+          fit.env["NCCL_BUFFSIZE"].insert(r.chunk_bytes * (four_steps ? 2 : 8));
           break;
         }
         case sim::Protocol::kLL:
-          values["NCCL_LL_BUFFSIZE"].insert(r.chunk_bytes * 16);
+          fit.env["NCCL_LL_BUFFSIZE"].insert(r.chunk_bytes * 16);
           break;
         case sim::Protocol::kLL128:
-          values["NCCL_LL128_BUFFSIZE"].insert(r.chunk_bytes * 8 * 16 / 15);
+          fit.env["NCCL_LL128_BUFFSIZE"].insert(r.chunk_bytes * 8 * 16 / 15);
           break;
       }
     }
   }
-  if (!skipped.empty()) {
+  if (fit.max_channels > nccl_channels) {
+    fit.min_ctas = fit.max_channels;
+  }
+  return fit;
+}
+
+bool StockNcclFit::exact() const {
+  return alltoall_rules == 0 && fixed_algorithms.empty() &&
+         std::all_of(env.begin(), env.end(), [](const auto& e) { return e.second.size() <= 1; });
+}
+
+std::string StockNcclFit::summary() const {
+  std::vector<std::string> why;
+  for (const auto& [name, values] : env) {
+    if (values.size() > 1) {
+      why.push_back(fmt::format("{} would need {} values", name, values.size()));
+    }
+  }
+  if (!fixed_algorithms.empty()) {
+    why.push_back(
+        fmt::format("NCCL fixes threads or chunks of {}", fmt::join(fixed_algorithms, ", ")));
+  }
+  if (alltoall_rules > 0) {
+    why.push_back(fmt::format("{} all-to-all rule(s) tuner plugins never see", alltoall_rules));
+  }
+  if (why.empty()) {
+    const std::size_t settings = env.size() + (min_ctas > 0 ? 1 : 0);
+    return settings == 0 ? "exactly, with the tuner plugin"
+                         : fmt::format(
+                               "exactly, with the tuner plugin and {} process-wide "
+                               "setting(s) (--export-env)",
+                               settings);
+  }
+  return fmt::format(
+      "algorithm, protocol and channels per call (tuner plugin); the rest needs a patched NCCL: "
+      "{}",
+      fmt::join(why, "; "));
+}
+
+void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
+  out << "# NCCL settings lagom's plan needs that NCCL reads once per process (reference: "
+         "docs/formats/plan.md).\n"
+         "# Per-call algorithm, protocol and channels come from the tuner plugin:\n"
+         "#   export NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-lagom.so\n"
+         "#   export LAGOM_TUNER_PLAN=/path/to/plan.json\n";
+  const StockNcclFit fit = stock_nccl_fit(plan);
+  if (!fit.fixed_algorithms.empty()) {
     out << fmt::format(
         "# Not set for the {} rules: NCCL fixes the threads of every algorithm but Ring, and "
         "the chunk sizes of NVLS, CollNet and PAT.\n",
-        fmt::join(skipped, ", "));
+        fmt::join(fit.fixed_algorithms, ", "));
   }
-  for (const auto& [name, set] : values) {
+  for (const auto& [name, set] : fit.env) {
     if (set.size() == 1) {
       out << fmt::format("export {}={}\n", name, *set.begin());
     } else {
@@ -424,11 +476,11 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
           name, set.size(), fmt::join(set, ", "));
     }
   }
-  if (max_channels > 0) {
+  if (fit.min_ctas > 0) {
     out << fmt::format(
         "# Calls use at most the communicator's channels; to give a call up to {} channels:\n"
         "export NCCL_MIN_CTAS={}\n",
-        max_channels, max_channels);
+        fit.min_ctas, fit.min_ctas);
   }
 }
 

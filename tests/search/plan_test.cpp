@@ -27,8 +27,12 @@ namespace {
 
 using search::ConfigPlan;
 using search::PlanRule;
+using search::stock_nccl_fit;
+using search::StockNcclFit;
+using search::write_plan_json;
 using sim::Algorithm;
 using sim::CollKind;
+using sim::CommConfig;
 using sim::Protocol;
 
 bool contains(const std::string& s, std::string_view what) {
@@ -603,6 +607,51 @@ TEST(PlanExport, EnvOfAPlanThatSetsNothingExportsNothing) {
   for (const std::string& line : lines_of(env)) {
     EXPECT_TRUE(line.empty() || line[0] == '#') << line;
   }
+}
+
+// What stock NCCL can apply of a plan (StockNcclFit, written into every plan's context): exact
+// when the per-process variables take one value each and nothing is outside the tuner API.
+TEST(PlanExport, StockNcclFitSaysWhatAppliesExactly) {
+  ConfigPlan channels_only;
+  PlanRule r = env_rule(CollKind::kAllGather, Algorithm::kRing, Protocol::kSimple, 0, 0);
+  r.nchannels = 1;
+  r.nccl = CommConfig{};
+  r.nccl->nchannels = 2;
+  channels_only.rules = {r};
+  const StockNcclFit exact = stock_nccl_fit(channels_only);
+  EXPECT_TRUE(exact.exact());
+  EXPECT_EQ(exact.min_ctas, 0);  // 1 channel: NCCL's own 2 suffice
+  EXPECT_EQ(exact.summary(), "exactly, with the tuner plugin");
+  channels_only.rules[0].nchannels = 16;  // above NCCL's count: NCCL_MIN_CTAS
+  EXPECT_EQ(stock_nccl_fit(channels_only).min_ctas, 16);
+  EXPECT_TRUE(contains(stock_nccl_fit(channels_only).summary(), "1 process-wide setting"));
+
+  ConfigPlan agree;
+  agree.rules = {env_rule(CollKind::kAllGather, Algorithm::kRing, Protocol::kSimple, 544, 1 << 20),
+                 env_rule(CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, 544, 1 << 20)};
+  EXPECT_TRUE(stock_nccl_fit(agree).exact());
+
+  ConfigPlan disagree = agree;
+  disagree.rules[1].nthreads = 288;
+  const StockNcclFit d = stock_nccl_fit(disagree);
+  EXPECT_FALSE(d.exact());
+  EXPECT_TRUE(contains(d.summary(), "NCCL_NTHREADS would need 2 values")) << d.summary();
+
+  ConfigPlan tree = agree;  // NCCL runs Tree at its own thread count
+  tree.rules[1].algo = Algorithm::kTree;
+  tree.rules[1].nthreads = 256;
+  EXPECT_TRUE(contains(stock_nccl_fit(tree).summary(), "NCCL fixes threads or chunks of Tree"));
+
+  ConfigPlan a2a = agree;
+  a2a.rules.push_back(env_rule(CollKind::kAllToAll, Algorithm::kRing, Protocol::kSimple, 0, 0));
+  EXPECT_FALSE(stock_nccl_fit(a2a).exact());
+  EXPECT_TRUE(contains(stock_nccl_fit(a2a).summary(), "1 all-to-all rule(s)"));
+
+  // The plan file says it too.
+  std::ostringstream out;
+  write_plan_json(disagree, out);
+  EXPECT_TRUE(contains(out.str(), "\"stock_nccl\": \"algorithm, protocol and channels per call"))
+      << out.str();
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,11 +74,25 @@ void write_plan_json(const ConfigPlan& plan, std::ostream& out);
 
 // The CSV NCCL's example tuner plugin reads (reference/nccl.md §3.3):
 // coll,minB,maxB,algo,proto,channels,nNodes,nRanks — explicit channels on every line (the
-// example plugin forces one CTA otherwise) and, after the plan's rules, catch-all lines that keep
-// NCCL's algorithm choice... which the example plugin cannot express, so they are documented in a
-// comment instead (see the implementation). Rules the plugin cannot apply (alltoall) are left out
-// with a comment.
+// example plugin forces one CTA otherwise) and, after the plan's rules, one catch-all line per
+// collective with NCCL's most frequent choice over the step's calls (the example plugin cannot
+// say "NCCL's choice"). Rules the plugin cannot apply (alltoall) are left out with a comment.
 void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out);
+
+// What stock NCCL 2.28 can apply of a plan: per call, through a tuner plugin, the algorithm,
+// protocol and channels; per process, through the environment, one value of each thread and
+// buffer variable (Ring threads; Ring and Tree chunks); all-to-all rules not at all.
+struct StockNcclFit {
+  std::map<std::string, std::set<std::int64_t>> env;  // variable -> the values the rules need
+  std::set<std::string> fixed_algorithms;  // rules' algorithms whose threads/chunk NCCL fixes
+  int alltoall_rules = 0;
+  int max_channels = 0;
+  int min_ctas = 0;  // NCCL_MIN_CTAS needed for the channels (0: NCCL's count suffices)
+
+  bool exact() const;           // every rule applies as planned
+  std::string summary() const;  // one line: how it applies
+};
+StockNcclFit stock_nccl_fit(const ConfigPlan& plan);
 
 // Shell `export` lines for what NCCL sets only per process (NCCL_NTHREADS, NCCL_LL128_NTHREADS,
 // NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_MIN_CTAS), with a comment for every
