@@ -28,7 +28,7 @@ namespace po = boost::program_options;
 
 struct TuneOptions {
   std::string grid = "fine";
-  std::string space = "full";
+  std::string space = "nccl";
   std::string lagom_subspace = "nccl";
   std::string lagom_step = "points";
   double lagom_lr_scale = 1.0;
@@ -47,9 +47,10 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "grid", po::value(&t.grid)->default_value("fine"),
       "fine (channels 1..64, every thread count, 32 chunk sizes) or coarse (channels powers of "
       "2, NCCL's threads, 4 chunk sizes)")(
-      "space", po::value(&t.space)->default_value("full"),
-      "full (channels, threads, chunk per collective: needs a patched NCCL for the last two) or "
-      "nccl (channels only: what stock NCCL applies per call)")(
+      "space", po::value(&t.space)->default_value("nccl"),
+      "nccl (algorithm, protocol and channels per collective: what stock NCCL applies per call "
+      "through the tuner plugin, so the plan is applied exactly) or full (also threads and chunk "
+      "per collective, as AutoCCL and the Lagom paper tune them on a patched NCCL)")(
       "lagom-subspace", po::value(&t.lagom_subspace)->default_value("nccl"),
       "lagom: grow resources in NCCL's own algorithm/protocol (nccl) or in the fastest one at "
       "NCCL's resources (best)")("no-contention",

@@ -96,8 +96,9 @@ TEST(TuneCli, JsonReportHasTheDocumentedFields) {
   EXPECT_EQ(ctx["command"], "tune");
   EXPECT_EQ(ctx["cluster"], "a40-nvlink x1");
   EXPECT_EQ(ctx["grid"], "coarse");
-  EXPECT_EQ(ctx["space"], "full");
+  EXPECT_EQ(ctx["space"], "nccl");  // the default: what stock NCCL applies per call
   EXPECT_EQ(j["method"], "lagom");
+  EXPECT_EQ(j["stock_nccl"]["exact"], true) << j["stock_nccl"];
   EXPECT_DOUBLE_EQ(j["speedup_vs_nccl"].get<double>(),
                    j["nccl_step_time_us"].get<double>() / j["step_time_us"].get<double>());
   EXPECT_GE(j["evaluations"].get<long>(), 2);
