@@ -3,6 +3,7 @@
 // issue's target is Lagom under 2 s for the whole step. Counters: evaluations (simulations),
 // the step under the plan and NCCL's, and ms per evaluation.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <string>
@@ -19,7 +20,8 @@
 namespace lagom::bench {
 namespace {
 
-void tune_step(benchmark::State& state, search::Method method, bool fold) {
+void tune_step(benchmark::State& state, search::Method method, bool fold,
+               search::Resources resources) {
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
   const calibrate::HardwareProfile profile = calibrate::load_profile("a40");
   const models::ModelSpec model = models::load_model("llama3-8b");
@@ -33,7 +35,8 @@ void tune_step(benchmark::State& state, search::Method method, bool fold) {
     const auto t0 = std::chrono::steady_clock::now();
     const models::GeneratedStep step =
         models::generate_step(model, par, cfg, profile.gpu.memory_GB.value * 1e9);
-    search::Evaluator eval(step.workload, cluster, profile, search::SpaceOptions{});
+    search::Evaluator eval(step.workload, cluster, profile,
+                           search::SpaceOptions{search::Grid::kFine, resources});
     search::SearchOptions o;
     o.method = method;
     const search::SearchResult r = search::run_search(eval, o);
@@ -51,17 +54,23 @@ void tune_step(benchmark::State& state, search::Method method, bool fold) {
 }  // namespace
 
 void register_search_benchmarks() {
-  for (const auto& [name, m] :
-       {std::pair{"nccl", search::Method::kNccl}, std::pair{"autoccl", search::Method::kAutoCcl},
-        std::pair{"lagom", search::Method::kLagom}, std::pair{"random", search::Method::kRandom}}) {
+  for (const auto& [space, resources] :
+       {std::pair{"nccl", search::Resources::kNccl}, std::pair{"full", search::Resources::kFull}}) {
+    for (const auto& [name, m] :
+         {std::pair{"nccl", search::Method::kNccl}, std::pair{"autoccl", search::Method::kAutoCcl},
+          std::pair{"lagom", search::Method::kLagom},
+          std::pair{"random", search::Method::kRandom}}) {
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/{}", space, name).c_str(),
+          tune_step, m, true, resources)
+          ->Unit(benchmark::kMillisecond);
+    }
+    // Without folding: all 16 ranks simulated (what tuning costs on a step that cannot fold).
     benchmark::RegisterBenchmark(
-        (std::string("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/") + name).c_str(), tune_step, m, true)
+        fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/lagom/unfolded", space).c_str(),
+        tune_step, search::Method::kLagom, false, resources)
         ->Unit(benchmark::kMillisecond);
   }
-  // Without folding: all 16 ranks simulated (what tuning costs on a step that cannot fold).
-  benchmark::RegisterBenchmark("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/lagom/unfolded", tune_step,
-                               search::Method::kLagom, false)
-      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace lagom::bench
