@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,19 @@
 #include "lagom/traces/workload_json.hpp"
 
 namespace lagom::test {
+
+// A parameterised test's name from its case's `what` (gtest allows only letters, digits and
+// underscores): INSTANTIATE_TEST_SUITE_P(..., ::testing::ValuesIn(cases), case_name<Case>).
+template <class Case>
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.what;
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) {
+      ch = '_';
+    }
+  }
+  return n;
+}
 
 // Wraps `ranks_json` (the value of "ranks") and `groups_json` into a v1 document and parses it.
 inline traces::Workload workload(std::string_view ranks_json, std::string_view groups_json = "{}") {

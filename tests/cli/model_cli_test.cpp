@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "test_util.hpp"
 
 namespace lagom::test {
 namespace {
@@ -192,17 +193,8 @@ TEST_P(ModelCliBadInput, ExitsNamingTheRule) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<BadCase>& c) {
-  std::string n = c.param.what;
-  for (char& ch : n) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) {
-      ch = '_';
-    }
-  }
-  return n;
-}
-
-INSTANTIATE_TEST_SUITE_P(Catalogue, ModelCliBadInput, ::testing::ValuesIn(kBadCases), case_name);
+INSTANTIATE_TEST_SUITE_P(Catalogue, ModelCliBadInput, ::testing::ValuesIn(kBadCases),
+                         case_name<BadCase>);
 
 TEST(ModelCli, ListModels) {
   CliRun r = run_lagom({"simulate", "--list-models"});

@@ -13,6 +13,7 @@
 
 #include "cli_runner.hpp"
 #include "lagom/search/plan.hpp"
+#include "test_util.hpp"
 
 namespace lagom::test {
 namespace {
@@ -330,17 +331,8 @@ TEST_P(TuneCliBadInput, ExitsNamingTheProblem) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<BadCase>& c) {
-  std::string n = c.param.what;
-  for (char& ch : n) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) {
-      ch = '_';
-    }
-  }
-  return n;
-}
-
-INSTANTIATE_TEST_SUITE_P(Catalogue, TuneCliBadInput, ::testing::ValuesIn(kBadCases), case_name);
+INSTANTIATE_TEST_SUITE_P(Catalogue, TuneCliBadInput, ::testing::ValuesIn(kBadCases),
+                         case_name<BadCase>);
 
 TEST(TuneCli, MalformedPlanFileIsNamedWithTheField) {
   TempDir tmp;

@@ -367,17 +367,8 @@ TEST_P(PlanFormatBad, IsRejectedNamingTheFileFieldAndRule) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<BadPlan>& c) {
-  std::string n = c.param.what;
-  for (char& ch : n) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) {
-      ch = '_';
-    }
-  }
-  return n;
-}
-
-INSTANTIATE_TEST_SUITE_P(Catalogue, PlanFormatBad, ::testing::ValuesIn(kBadPlans), case_name);
+INSTANTIATE_TEST_SUITE_P(Catalogue, PlanFormatBad, ::testing::ValuesIn(kBadPlans),
+                         case_name<BadPlan>);
 
 TEST(PlanFormat, MissingFileIsAnErrorNamingIt) {
   const std::string msg = error_of([] { search::load_plan_file("/nonexistent/lagom/plan.json"); });
