@@ -95,7 +95,8 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.budget = t.budget;
   o.seed = t.seed;
   if (t.budget < 0) {
-    throw po::error(fmt::format("--budget must be at least 1, got {}", t.budget));
+    throw po::error(
+        fmt::format("--budget must be at least 1 (0: the method's default), got {}", t.budget));
   }
   if (t.lagom_subspace == "nccl") {
     o.lagom_subspace = search::LagomSubspace::kNccl;
@@ -172,8 +173,8 @@ Setup setup(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions 
     throw Error(fmt::format("{}: {}", s.step.in.source, e.what()));
   }
   s.cluster = fmt::format("{} x{}", h.cluster.name(), h.cluster.nodes());
-  for (const auto& [name, value] : h.cluster.spec().nccl_env) {
-    s.cluster += fmt::format(", {}={}", name, value);
+  if (const std::string env = topologies::describe_nccl_env(h.cluster.spec()); !env.empty()) {
+    s.cluster += ", " + env;
   }
   s.profile = h.profile.origin;
   return s;
@@ -275,8 +276,9 @@ int tune_command(const std::vector<std::string>& args) {
       "                  [--json] [--out plan.json] [--export-nccl-tuner FILE] [--export-env "
       "FILE]\n"
       "       lagom tune --workload FILE|builtin:NAME | --chakra PREFIX  --cluster PRESET ...\n\n"
-      "Searches NCCL parameters (algorithm, protocol, channels, threads, chunk) for every\n"
-      "collective class of the step (calls with the same collective, size, nodes and ranks),\n"
+      "Searches NCCL parameters (algorithm, protocol and channels; with --space full also\n"
+      "threads and chunk) for every collective class of the step (calls with the same\n"
+      "collective, size, nodes and ranks),\n"
       "simulating the whole step for every candidate, and reports the step time against NCCL's\n"
       "own choice. The plan (docs/formats/plan.md) replays with `lagom simulate --plan` and\n"
       "applies on a real cluster through libnccl-tuner-lagom.so (docs/tuner.md). The methods\n"

@@ -105,6 +105,22 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
 
 Evaluator::~Evaluator() = default;
 
+sim::ConfigOverride Evaluator::override_of(const sim::CommConfig& c) const {
+  // With Resources::kNccl threads and chunk are NCCL's for the pinned algorithm, protocol and
+  // channels, derived as NCCL derives them (and as a plan's replay does), not the grid's copy of
+  // NCCL's values at its own channel count.
+  if (space_.resources == Resources::kNccl) {
+    return sim::ConfigOverride{c.algo, c.proto, c.nchannels, 0, 0};
+  }
+  return sim::ConfigOverride{c.algo, c.proto, c.nchannels, c.nthreads, c.chunk_bytes};
+}
+
+sim::CommConfig Evaluator::applied(std::size_t j, const sim::CommConfig& c) const {
+  const CollClass& cls = classes_.at(j);
+  return sim::resolve_config(cost_->nccl_tables(w_, cls.examples.front()), cls.coll, cls.bytes,
+                             override_of(c));
+}
+
 const sim::ConfigOverride* Evaluator::override_for(traces::OpId op) const {
   const std::int32_t j = class_of_op_[op];
   if (j < 0 || !active_[static_cast<std::size_t>(j)]) {
@@ -121,8 +137,7 @@ Evaluation Evaluator::evaluate(std::span<const std::optional<sim::CommConfig>> c
   for (std::size_t j = 0; j < classes_.size(); ++j) {
     active_[j] = configs[j].has_value();
     if (configs[j]) {
-      const sim::CommConfig& c = *configs[j];
-      current_[j] = sim::ConfigOverride{c.algo, c.proto, c.nchannels, c.nthreads, c.chunk_bytes};
+      current_[j] = override_of(*configs[j]);
     }
   }
   ++evaluations_;

@@ -51,6 +51,11 @@ int get_count_or_any(const Ctx& ctx, const json& v) {
     ctx.fail(fmt::format("expected a count (an integer >= 1, or -1 for any), got {}",
                          json_reader::type_of(v)));
   }
+  // An unsigned value above INT64_MAX would read as negative (2^64 - 1 as -1, "any").
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > (1U << 24)) {
+    ctx.fail(fmt::format("expected a count (an integer >= 1, or -1 for any), got {}",
+                         v.get<std::uint64_t>()));
+  }
   const auto n = v.get<std::int64_t>();
   if (n != kAnyCount && (n < 1 || n > (1 << 24))) {
     ctx.fail(fmt::format("expected a count (an integer >= 1, or -1 for any), got {}", n));
@@ -350,15 +355,16 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
 
 StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
   StockNcclFit fit;
-  int nccl_channels = 0;  // the most channels NCCL itself gave a class of the plan
   for (const PlanRule& r : plan.rules) {
     if (!sim::is_tuned(r.coll)) {
       ++fit.alltoall_rules;
       continue;
     }
     fit.max_channels = std::max(fit.max_channels, r.nchannels);
-    if (r.nccl) {
-      nccl_channels = std::max(nccl_channels, r.nccl->nchannels);
+    // Per rule: more channels than NCCL gave this class on its communicator needs the ceiling
+    // raised (conservative where NCCL gave a small message fewer than the communicator has).
+    if (r.nchannels > (r.nccl ? r.nccl->nchannels : 0)) {
+      fit.min_ctas = std::max(fit.min_ctas, r.nchannels);
     }
     const std::optional<sim::Protocol> proto =
         r.proto ? r.proto : (r.nccl ? std::optional(r.nccl->proto) : std::nullopt);
@@ -413,9 +419,6 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
           break;
       }
     }
-  }
-  if (fit.max_channels > nccl_channels) {
-    fit.min_ctas = fit.max_channels;
   }
   return fit;
 }

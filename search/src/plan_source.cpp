@@ -5,6 +5,7 @@
 
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "lagom/common/error.hpp"
@@ -18,7 +19,8 @@ PlanOverrides::PlanOverrides(const ConfigPlan& plan, const traces::Workload& w,
   }
   matches_.assign(plan.rules.size(), 0);
   rule_of_op_.assign(w.op_count(), -1);
-  std::set<std::pair<std::size_t, const sim::NcclTables*>> checked;
+  // Every (rule, communicator, size) it meets is checked: NCCL's rules depend on all three.
+  std::set<std::tuple<std::size_t, const sim::NcclTables*, std::int64_t>> checked;
   for (traces::OpId op = 0; op < w.op_count(); ++op) {
     const auto kind = sim::coll_kind_of(w.kind(op));
     if (!kind || *kind == sim::CollKind::kSendRecv) {
@@ -33,7 +35,7 @@ PlanOverrides::PlanOverrides(const ConfigPlan& plan, const traces::Workload& w,
     rule_of_op_[op] = static_cast<std::int32_t>(i);
     ++matches_[i];
     const sim::NcclTables& tables = cost.nccl_tables(w, op);
-    if (checked.emplace(i, &tables).second) {
+    if (checked.emplace(i, &tables, w.bytes(op)).second) {
       try {
         sim::resolve_config(tables, *kind, w.bytes(op), rules_[i]);
       } catch (const Error& e) {

@@ -122,7 +122,7 @@ class Run {
     for (std::size_t j = 0; j < classes_.size(); ++j) {
       const CollClass& c = classes_[j];
       ClassChoice ch;
-      ch.config = best[j].value_or(c.nccl);
+      ch.config = best[j] ? eval_.applied(j, *best[j]) : c.nccl;
       ch.time_us = final_eval.comm_us[j] / c.calls;
       ch.nccl_time_us = nccl_eval_.comm_us[j] / c.calls;
       r.choices.push_back(ch);
@@ -439,6 +439,8 @@ class Run {
       }
       accepted = e;
     }
+    best_configs_ = cfg;  // `accepted` is always the evaluation of `cfg`: go() reuses it
+    best_ = accepted;
     return cfg;
   }
 

@@ -34,12 +34,10 @@ CollKind coll_of(const traces::Workload& w, traces::OpId op) {
 ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
                      const traces::Workload& w)
     : cluster_(cluster), profile_(profile), compute_(profile) {
-  std::string env;
-  for (const auto& [name, value] : cluster.spec().nccl_env) {
-    env += fmt::format(", {}={}", name, value);
-  }
-  name_ = fmt::format("lagom collective model (profile {}, cluster {} x{} nodes{})", profile.origin,
-                      cluster.name(), cluster.nodes(), env);
+  const std::string env = topologies::describe_nccl_env(cluster.spec());
+  name_ =
+      fmt::format("lagom collective model (profile {}, cluster {} x{} nodes{}{})", profile.origin,
+                  cluster.name(), cluster.nodes(), env.empty() ? "" : ", ", env);
   if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count())) {
     throw Error(
         fmt::format("the workload has {} ranks but cluster '{}' has {} GPUs ({} node(s) x "

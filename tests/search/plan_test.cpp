@@ -370,6 +370,14 @@ TEST_P(PlanFormatBad, IsRejectedNamingTheFileFieldAndRule) {
 INSTANTIATE_TEST_SUITE_P(Catalogue, PlanFormatBad, ::testing::ValuesIn(kBadPlans),
                          case_name<BadPlan>);
 
+TEST(PlanFormat, CountsBeyondInt64AreRejectedNotReadAsAny) {
+  // 2^64 - 1 would wrap to -1 ("any communicator") if read as a signed integer.
+  const std::string text = with_rule(R"({"coll": "allgather", "min_bytes": 0, "max_bytes": 1,
+                                          "nnodes": 18446744073709551615, "nranks": -1})");
+  const std::string msg = error_of([&] { search::parse_plan_json(text, "plan.json"); });
+  EXPECT_TRUE(contains(msg, "rules[0].nnodes: expected a count")) << msg;
+}
+
 TEST(PlanFormat, MissingFileIsAnErrorNamingIt) {
   const std::string msg = error_of([] { search::load_plan_file("/nonexistent/lagom/plan.json"); });
   EXPECT_TRUE(contains(msg, "/nonexistent/lagom/plan.json")) << msg;
@@ -613,6 +621,15 @@ TEST(PlanExport, StockNcclFitSaysWhatAppliesExactly) {
   EXPECT_TRUE(exact.exact());
   EXPECT_EQ(exact.min_ctas, 0);  // 1 channel: NCCL's own 2 suffice
   EXPECT_EQ(exact.summary(), "exactly, with the tuner plugin");
+  // Per rule: 4 channels where NCCL gave that class 2 need the ceiling raised even though
+  // another rule's communicator already runs 8.
+  ConfigPlan two = channels_only;
+  two.rules[0].nchannels = 8;
+  two.rules[0].nccl->nchannels = 8;
+  two.rules.push_back(channels_only.rules[0]);
+  two.rules[1].coll = CollKind::kReduceScatter;
+  two.rules[1].nchannels = 4;
+  EXPECT_EQ(stock_nccl_fit(two).min_ctas, 4);
   channels_only.rules[0].nchannels = 16;  // above NCCL's count: NCCL_MIN_CTAS
   EXPECT_EQ(stock_nccl_fit(channels_only).min_ctas, 16);
   EXPECT_TRUE(contains(stock_nccl_fit(channels_only).summary(), "1 process-wide setting"));

@@ -45,6 +45,13 @@ const Hardware& a40() {
   return hw;
 }
 
+// NVSwitch: Tree, NVLS and LL128 subspaces, whose chunk and threads NCCL derives from the
+// channel count.
+const Hardware& h100() {
+  static const Hardware hw{topologies::load_cluster("dgx-h100")};
+  return hw;
+}
+
 constexpr int kRanks = 4;
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 
@@ -103,8 +110,8 @@ std::string plan_json(const search::ConfigPlan& plan) {
 // The step simulated as `lagom simulate --cluster` does (ModelCost, ResourceContention, Engine),
 // optionally with a plan replayed through PlanOverrides as `simulate --plan` does.
 sim::SimResult simulate_step(const traces::Workload& w, const search::ConfigPlan* plan = nullptr,
-                             bool contention = true) {
-  sim::ModelCost cost(a40().cluster, a40().profile, w);
+                             bool contention = true, const Hardware& hw = a40()) {
+  sim::ModelCost cost(hw.cluster, hw.profile, w);
   std::unique_ptr<search::PlanOverrides> overrides;
   if (plan != nullptr) {
     overrides = std::make_unique<search::PlanOverrides>(*plan, w, cost, "plan");
@@ -299,6 +306,31 @@ TEST(SearchMethods, EveryMethodReportsNcclsStepAndOneRulePerClass) {
       }
       // The plan replayed as `lagom simulate --plan` does gives the reported step.
       EXPECT_EQ(simulate_step(w, &r.plan).step_time, r.step_time);
+    }
+  }
+}
+
+// In the default space only algorithm, protocol and channels are pinned; NCCL derives threads
+// and chunk for them, in the search as in the replay (on NVSwitch those depend on the channel
+// count), so the replayed plan gives the searched step exactly.
+TEST(SearchMethods, ChannelsOnlyPlansReplayExactlyOnNvswitch) {
+  const traces::Workload w = chain(2, 4 * kMiB, 1e11);
+  Evaluator eval(w, h100().cluster, h100().profile, SpaceOptions{Grid::kFine, Resources::kNccl});
+  bool beyond_ring = false;
+  for (const search::CollClass& c : eval.classes()) {
+    beyond_ring = beyond_ring || c.subspaces.size() > 2;
+  }
+  ASSERT_TRUE(beyond_ring) << "expected NVSwitch subspaces beyond Ring";
+  for (Method m : {Method::kLagom, Method::kAutoCcl, Method::kRandom}) {
+    SCOPED_TRACE(search::to_string(m));
+    const SearchResult r = run(eval, m, m == Method::kRandom ? 40 : 0);
+    EXPECT_EQ(simulate_step(w, &r.plan, true, h100()).step_time, r.step_time);
+    // The reported choices are what NCCL runs: legal, as derived for their channel counts.
+    const sim::ModelCost cost(h100().cluster, h100().profile, w);
+    for (std::size_t j = 0; j < r.choices.size(); ++j) {
+      const search::CollClass& c = eval.classes()[j];
+      const sim::NcclTables& t = cost.nccl_tables(w, c.examples.front());
+      EXPECT_FALSE(sim::why_illegal(t.comm, c.coll, r.choices[j].config).has_value());
     }
   }
 }

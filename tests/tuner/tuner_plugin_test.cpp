@@ -325,6 +325,48 @@ TEST_F(TunerPlugin, ProtocolAloneTakesItsCheapestEligibleAlgorithm) {
   EXPECT_EQ(ll128.nchannels, 12);
 }
 
+// A newer NCCL may pass more algorithms or protocols than we know: a rule that leaves one of them
+// open never picks an entry we cannot name (the cheapest entries here are the unknown ones), and
+// nothing outside the table NCCL passed is touched.
+TEST_F(TunerPlugin, EntriesBeyondTheKnownAlgorithmsAndProtocolsAreLeftToNccl) {
+  use_plan(R"([{"coll": "allreduce", "min_bytes": 0, "max_bytes": 100, "nnodes": -1,
+                "nranks": -1, "proto": "Simple"},
+               {"coll": "allreduce", "min_bytes": 101, "max_bytes": 200, "nnodes": -1,
+                "nranks": -1, "algo": "Ring"}])");
+  void* ctx = comm(8, 1);
+  constexpr int kAlgos = NCCL_NUM_ALGORITHMS + 1;
+  constexpr int kProtos = NCCL_NUM_PROTOCOLS + 1;
+  for (size_t bytes : {size_t{50}, size_t{150}}) {
+    SCOPED_TRACE(bytes);
+    std::vector<float> table(kAlgos * kProtos + 1, 5.0f);  // + a guard entry after the table
+    const auto at = [&](int a, int p) -> float& { return table[a * kProtos + p]; };
+    for (int a = 0; a < kAlgos; ++a) {
+      at(a, kProtos - 1) = 1.0f;  // the unknown protocol: cheapest in every row
+    }
+    for (int p = 0; p < kProtos; ++p) {
+      at(kAlgos - 1, p) = 1.0f;  // the unknown algorithm: cheapest in every column
+    }
+    table.back() = 42.0f;
+    int nchannels = 0;
+    // NCCL passes its float[numAlgo][numProto] as float** (enqueue.cc).
+    ASSERT_EQ(plugin().v5->getCollInfo(ctx, ncclFuncAllReduce, bytes, 1,
+                                       reinterpret_cast<float**>(table.data()), kAlgos, kProtos, 0,
+                                       &nchannels),
+              ncclSuccess);
+    // Simple alone: the cheapest known algorithm with Simple (all 5.0: Tree, the first); Ring
+    // alone: Ring with the cheapest known protocol (all 5.0: LL, the first).
+    const int a = bytes == 50 ? NCCL_ALGO_TREE : NCCL_ALGO_RING;
+    const int p = bytes == 50 ? NCCL_PROTO_SIMPLE : NCCL_PROTO_LL;
+    EXPECT_EQ(at(a, p), 0.0f);
+    int zeros = 0;
+    for (int i = 0; i < kAlgos * kProtos; ++i) {
+      zeros += table[i] == 0.0f ? 1 : 0;
+    }
+    EXPECT_EQ(zeros, 1);
+    EXPECT_EQ(table.back(), 42.0f);
+  }
+}
+
 TEST_F(TunerPlugin, IneligibleChoiceIsNeverResurrected) {
   // NVLS/LL, Ring/LL128 and PAT (any protocol) are all -1 in NCCL's table.
   use_plan(R"([{"coll": "allreduce", "min_bytes": 0, "max_bytes": 100, "nnodes": -1,

@@ -373,6 +373,14 @@ ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> 
   return spec;
 }
 
+std::string describe_nccl_env(const ClusterSpec& spec) {
+  std::string out;
+  for (const auto& [name, value] : spec.nccl_env) {
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", name, value);
+  }
+  return out;
+}
+
 std::string_view to_string(IntraNodeKind kind) {
   switch (kind) {
     case IntraNodeKind::kNvSwitch:

@@ -192,6 +192,17 @@ void load_plan(Context& ctx) {
   }
 }
 
+// Logs a message built by `make`; if building it throws (out of memory), a fixed line instead:
+// nothing may leave the plugin's C interface as an exception.
+template <class Make>
+void warn_formatted(const Log& log, Make make) noexcept {
+  try {
+    log.warn(make());
+  } catch (...) {
+    log.warn("init failed, and so did formatting the reason");
+  }
+}
+
 ncclResult_t init_context(void** out, std::uint64_t comm_id, std::size_t nranks, std::size_t nnodes,
                           ncclDebugLogger_t logger) {
   if (out == nullptr) {
@@ -209,11 +220,13 @@ ncclResult_t init_context(void** out, std::uint64_t comm_id, std::size_t nranks,
     return ncclSuccess;
   } catch (const lagom::Error& e) {
     // The message names the file, the JSON path and what was expected.
-    log.warn(fmt::format("cannot use the plan: {} (unset {} to run with NCCL's own tuning)",
-                         e.what(), kPlanEnv));
+    warn_formatted(log, [&] {
+      return fmt::format("cannot use the plan: {} (unset {} to run with NCCL's own tuning)",
+                         e.what(), kPlanEnv);
+    });
     return ncclInvalidUsage;
   } catch (const std::exception& e) {
-    log.warn(fmt::format("init failed reading the plan: {}", e.what()));
+    warn_formatted(log, [&] { return fmt::format("init failed reading the plan: {}", e.what()); });
     return ncclInternalError;
   } catch (...) {
     log.warn("init failed: unknown exception");
@@ -226,11 +239,13 @@ ncclResult_t init_context(void** out, std::uint64_t comm_id, std::size_t nranks,
 // none, which is when the rule wants what NCCL will not run here.
 int chosen_entry(const search::PlanRule& r, const float* table, int num_algo, int num_proto) {
   int best = -1;
-  for (int a = 0; a < num_algo; ++a) {
+  // Only the algorithms and protocols we know by name: a newer NCCL's extra table entries are
+  // left to NCCL (and are never indexed into our names).
+  for (int a = 0; a < std::min(num_algo, sim::kAlgorithmCount); ++a) {
     if (r.algo && sim::index_of(*r.algo) != a) {
       continue;
     }
-    for (int p = 0; p < num_proto; ++p) {
+    for (int p = 0; p < std::min(num_proto, sim::kProtocolCount); ++p) {
       if (r.proto && sim::index_of(*r.proto) != p) {
         continue;
       }
@@ -356,7 +371,7 @@ ncclResult_t get_coll_info_c(void* context, ncclFunc_t coll_type, std::size_t nb
   try {
     get_coll_info(*static_cast<Context*>(context), static_cast<int>(coll_type), nbytes, cost_table,
                   num_algo, num_proto, nchannels);
-  } catch (...) {  // only logging allocates; the table is left as it is
+  } catch (...) {  // only logging allocates, after the table and channels are written
   }
   return ncclSuccess;
 }

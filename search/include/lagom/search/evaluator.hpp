@@ -62,8 +62,13 @@ class Evaluator final : private sim::ConfigSource {
   Evaluation evaluate(std::span<const std::optional<sim::CommConfig>> configs);
   long evaluations() const { return evaluations_; }
 
+  // What class j runs when given `c`: with Resources::kNccl only its algorithm, protocol and
+  // channels are pinned and NCCL derives the threads and chunk (as a plan's replay and NCCL do).
+  sim::CommConfig applied(std::size_t j, const sim::CommConfig& c) const;
+
  private:
   const sim::ConfigOverride* override_for(traces::OpId op) const override;
+  sim::ConfigOverride override_of(const sim::CommConfig& c) const;
 
   const traces::Workload& w_;
   SpaceOptions space_;

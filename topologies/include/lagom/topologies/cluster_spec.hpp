@@ -178,6 +178,9 @@ std::string_view cluster_preset_text(std::string_view name);
 // ones. Throws lagom::Error.
 ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes = {});
 
+// "NCCL_MIN_CTAS=8, NCCL_NTHREADS=256" (the spec's nccl_env in name order; "" when empty).
+std::string describe_nccl_env(const ClusterSpec& spec);
+
 std::string_view to_string(IntraNodeKind kind);
 std::string_view to_string(NicAffinity affinity);
 std::string_view to_string(FabricKind kind);
