@@ -388,7 +388,8 @@ TEST(SearchMethods, ExhaustiveOverBudgetThrowsSayingSo) {
   EXPECT_NE(msg.find(std::to_string(combos)), std::string::npos) << msg;
   // Eight classes in the full fine space are far beyond the default budget.
   const traces::Workload big = chain(8);
-  Evaluator big_eval(big, a40().cluster, a40().profile, SpaceOptions{});
+  Evaluator big_eval(big, a40().cluster, a40().profile,
+                     SpaceOptions{Grid::kFine, Resources::kFull});
   const std::string big_msg = error_of([&] { run(big_eval, Method::kExhaustive); });
   EXPECT_NE(big_msg.find("budget of 100000"), std::string::npos) << big_msg;
 }

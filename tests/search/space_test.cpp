@@ -122,9 +122,9 @@ TEST(SearchSpace, EveryPointOfTheFineFullGridIsLegal) {
   // An all-reduce on one node of cluster A (Ring and Tree, LL and Simple); the coarse and
   // --space nccl grids of every communicator and collective are checked above.
   const sim::NcclTables t = tables_of("a40-nvlink", 1);
-  points +=
-      check_every_point(t, CollKind::kAllReduce,
-                        search::subspaces(t, CollKind::kAllReduce, std::int64_t{1} << 20, {}));
+  points += check_every_point(t, CollKind::kAllReduce,
+                              search::subspaces(t, CollKind::kAllReduce, std::int64_t{1} << 20,
+                                                {search::Grid::kFine, search::Resources::kFull}));
   EXPECT_GT(points, 100000);
 }
 

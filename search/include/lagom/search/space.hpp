@@ -42,7 +42,7 @@ struct Subspace {
 
 struct SpaceOptions {
   Grid grid = Grid::kFine;
-  Resources resources = Resources::kFull;
+  Resources resources = Resources::kNccl;  // as `lagom tune` (docs/search.md §2)
 };
 
 // Every (algorithm, protocol) NCCL enables on this communicator for `coll` of `bytes` (its cost
