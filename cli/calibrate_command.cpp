@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/calibrate/fit.hpp"
@@ -186,14 +187,8 @@ int calibrate_command(const std::vector<std::string>& args) {
                                         "check: print Markdown tables (docs/VALIDATION.md)");
   add_hardware_options(desc, hw);
   po::variables_map vm;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
-                .options(desc)
-                .run(),
-            vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_command_line(std::vector<std::string>(args.begin() + 1, args.end()), desc, vm)) {
+    return kExitOk;  // --help
   }
   if (logs.empty()) {
     throw po::error("--nccl-tests needs at least one log");

@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
@@ -397,11 +398,8 @@ int cluster_command(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("cluster", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_command_line(args, desc, vm, &positional)) {
+    return kExitOk;  // --help
   }
   const bool json = vm.count("json") > 0;
   if (vm.count("list")) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
@@ -75,11 +76,8 @@ int comm_command(const std::vector<std::string>& args) {
       "json", "print {\"context\", \"rows\"} as JSON");
   add_hardware_options(desc, hw);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_command_line(args, desc, vm)) {
+    return kExitOk;  // --help
   }
   if (coll_name.empty()) {
     throw po::error("--coll is required");

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
@@ -45,11 +46,8 @@ int export_command(const std::vector<std::string>& args) {
   add_hardware_options(desc, hw);
   add_model_options(desc, mo);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_command_line(args, desc, vm)) {
+    return kExitOk;  // --help
   }
   if (format.empty()) {
     throw po::error("--format is required (chakra or json)");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
@@ -250,11 +251,8 @@ int overlap_command(const std::vector<std::string>& args) {
       "json", "print {\"context\", \"rows\"} as JSON");
   add_hardware_options(desc, hw);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_command_line(args, desc, vm)) {
+    return kExitOk;  // --help
   }
   if (compute_specs.empty()) {
     throw po::error("--compute is required (e.g. ffn:tokens=4096,hidden=2560,ffn=10240)");

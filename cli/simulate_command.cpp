@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
@@ -66,11 +67,8 @@ int simulate_command(const std::vector<std::string>& args) {
   add_hardware_options(desc, hw);
   add_model_options(desc, mo);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return kExitOk;
+  if (!parse_command_line(args, desc, vm)) {
+    return kExitOk;  // --help
   }
   if (vm.count("list-workloads")) {
     for (const std::string& name : builtin_workloads()) {

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
@@ -134,13 +135,7 @@ bool parse_step_options(const std::vector<std::string>& args, po::options_descri
   add_workload_input_options(desc, input);
   add_hardware_options(desc, hw);
   add_model_options(desc, mo);
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return false;
-  }
-  return true;
+  return parse_command_line(args, desc, vm);
 }
 
 search::Method method_of(const std::string& name) {
