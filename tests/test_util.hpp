@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "lagom/common/error.hpp"
+#include "lagom/sim/contention.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/traces/execution_graph.hpp"
 #include "lagom/traces/workload.hpp"
@@ -27,6 +29,25 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   }
   return n;
 }
+
+// A contention test double whose times can be derived by hand: processor sharing, n running
+// (not waiting) ops on a GPU each get 1/n. Counts its calls.
+class FairShare final : public sim::ContentionModel {
+ public:
+  std::string_view name() const override { return "fair-share"; }
+  void speed_factors(const traces::Workload&, traces::Rank, std::span<const sim::ActiveOp> active,
+                     std::span<double> factors) override {
+    std::size_t running = 0;
+    for (const sim::ActiveOp& a : active) {
+      running += a.waiting ? 0 : 1;
+    }
+    for (double& f : factors) {
+      f = running ? 1.0 / static_cast<double>(running) : 1.0;
+    }
+    ++calls;
+  }
+  int calls = 0;
+};
 
 // Wraps `ranks_json` (the value of "ranks") and `groups_json` into a v1 document and parses it.
 inline traces::Workload workload(std::string_view ranks_json, std::string_view groups_json = "{}") {

@@ -93,6 +93,19 @@ SpaceOptions coarse_nccl() {
   return SpaceOptions{Grid::kCoarse, Resources::kNccl};
 }
 
+// The combinations exhaustive search enumerates: the product over classes of their grid points.
+std::size_t combinations(const Evaluator& eval) {
+  std::size_t combos = 1;
+  for (const search::CollClass& c : eval.classes()) {
+    std::size_t points = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      points += s.size();
+    }
+    combos *= points;
+  }
+  return combos;
+}
+
 SearchResult run(Evaluator& eval, Method m, long budget = 0, std::uint64_t seed = 1) {
   SearchOptions o;
   o.method = m;
@@ -357,14 +370,7 @@ TEST(SearchMethods, OraclesNeverLoseToNcclAndExhaustiveBeatsEveryMethod) {
 TEST(SearchMethods, ExhaustiveEvaluatesEveryCombinationOnce) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
-  std::size_t combos = 1;
-  for (const search::CollClass& c : eval.classes()) {
-    std::size_t points = 0;
-    for (const search::Subspace& s : c.subspaces) {
-      points += s.size();
-    }
-    combos *= points;
-  }
+  const std::size_t combos = combinations(eval);
   const SearchResult r = run(eval, Method::kExhaustive);
   // NCCL's baseline, every combination, and the plan's own evaluation unless it was the last.
   EXPECT_GE(r.evaluations, static_cast<long>(combos) + 1);
@@ -374,14 +380,7 @@ TEST(SearchMethods, ExhaustiveEvaluatesEveryCombinationOnce) {
 TEST(SearchMethods, ExhaustiveOverBudgetThrowsSayingSo) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
-  std::size_t combos = 1;
-  for (const search::CollClass& c : eval.classes()) {
-    std::size_t points = 0;
-    for (const search::Subspace& s : c.subspaces) {
-      points += s.size();
-    }
-    combos *= points;
-  }
+  const std::size_t combos = combinations(eval);
   ASSERT_GT(combos, 20u);
   const std::string msg = error_of([&] { run(eval, Method::kExhaustive, 20); });
   EXPECT_NE(msg.find("budget"), std::string::npos) << msg;
@@ -432,14 +431,7 @@ TEST(SearchMethods, BudgetIsAnUpperBound) {
   }
   const traces::Workload w2 = chain(2);
   Evaluator small(w2, a40().cluster, a40().profile, coarse_nccl());
-  long combos = 1;
-  for (const search::CollClass& c : small.classes()) {
-    long points = 0;
-    for (const search::Subspace& s : c.subspaces) {
-      points += static_cast<long>(s.size());
-    }
-    combos *= points;
-  }
+  const long combos = static_cast<long>(combinations(small));
   EXPECT_LE(run(small, Method::kExhaustive, combos + 1).evaluations, combos + 1);
 }
 

@@ -14,22 +14,7 @@ using test::simulate;
 using test::us;
 using test::workload;
 
-class FairShare final : public ContentionModel {
- public:
-  std::string_view name() const override { return "fair-share"; }
-  void speed_factors(const traces::Workload&, traces::Rank, std::span<const ActiveOp> active,
-                     std::span<double> factors) override {
-    std::size_t running = 0;
-    for (const ActiveOp& a : active) {
-      running += a.waiting ? 0 : 1;
-    }
-    for (double& f : factors) {
-      f = running ? 1.0 / static_cast<double>(running) : 1.0;
-    }
-    ++calls;
-  }
-  int calls = 0;
-};
+using test::FairShare;
 
 TEST(FluidEngine, TwoOpsShareAGpu) {
   // x (100 us alone) and y (50 us alone) start together on two streams of one GPU, each at rate

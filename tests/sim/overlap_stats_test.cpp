@@ -20,21 +20,7 @@ using test::simulate;
 using test::us;
 using test::workload;
 
-// Processor sharing, as in contention_engine_test.cpp: n running ops on a GPU each get 1/n.
-class FairShare final : public ContentionModel {
- public:
-  std::string_view name() const override { return "fair-share"; }
-  void speed_factors(const traces::Workload&, traces::Rank, std::span<const ActiveOp> active,
-                     std::span<double> factors) override {
-    std::size_t running = 0;
-    for (const ActiveOp& a : active) {
-      running += a.waiting ? 0 : 1;
-    }
-    for (double& f : factors) {
-      f = running ? 1.0 / static_cast<double>(running) : 1.0;
-    }
-  }
-};
+using test::FairShare;
 
 std::vector<std::string> names(const test::Simulated& s, const OverlapStats& o,
                                const OverlapGroup& g) {
