@@ -8,16 +8,13 @@
 #include <tuple>
 
 #include "lagom/common/error.hpp"
+#include "lagom/search/plan.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/resource_contention.hpp"
 #include "lagom/sim/stats.hpp"
 
 namespace lagom::search {
 namespace {
-
-bool tunable(sim::CollKind k) {
-  return sim::is_tuned(k) || k == sim::CollKind::kAllToAll;
-}
 
 // Keeps the grid points of `s` that NCCL also accepts on the communicator of `t` (classes
 // merge communicators of the same shape; their topologies may still differ).
@@ -59,7 +56,7 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     const auto members = graph_.members(i);
     const traces::OpId op = members.front();
     const auto kind = sim::coll_kind_of(w.kind(op));
-    if (!kind || !tunable(*kind) || w.duration_ns(op) != traces::kNoDuration) {
+    if (!kind || !plannable(*kind) || w.duration_ns(op) != traces::kNoDuration) {
       continue;
     }
     const topologies::CommunicatorInfo& info = cost_->communicator_info(w, op);

@@ -105,7 +105,7 @@ PlanRule parse_rule(const Ctx& ctx, const json& v) {
   const std::string coll =
       json_reader::get_string(ctx.at("coll"), json_reader::require(ctx, v, "coll"));
   auto kind = sim::parse_coll_kind(coll);
-  if (!kind || (!sim::is_tuned(*kind) && *kind != sim::CollKind::kAllToAll)) {
+  if (!kind || !plannable(*kind)) {
     ctx.at("coll").fail(fmt::format(
         "unknown collective '{}' (known: allreduce, allgather, reducescatter, broadcast, "
         "reduce, alltoall)",

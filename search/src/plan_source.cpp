@@ -23,7 +23,7 @@ PlanOverrides::PlanOverrides(const ConfigPlan& plan, const traces::Workload& w,
   std::set<std::tuple<std::size_t, const sim::NcclTables*, std::int64_t>> checked;
   for (traces::OpId op = 0; op < w.op_count(); ++op) {
     const auto kind = sim::coll_kind_of(w.kind(op));
-    if (!kind || *kind == sim::CollKind::kSendRecv) {
+    if (!kind || !plannable(*kind)) {
       continue;
     }
     const topologies::CommunicatorInfo& info = cost.communicator_info(w, op);

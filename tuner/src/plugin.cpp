@@ -162,8 +162,7 @@ void load_plan(Context& ctx) {
       ++alltoall;
       continue;
     }
-    if ((r.nnodes == search::kAnyCount || r.nnodes == ctx.nnodes) &&
-        (r.nranks == search::kAnyCount || r.nranks == ctx.nranks)) {
+    if (r.matches_communicator(ctx.nnodes, ctx.nranks)) {
       ++here;
     }
     if (r.nthreads > 0 || r.chunk_bytes > 0) {

@@ -20,6 +20,12 @@ namespace lagom::search {
 
 inline constexpr int kAnyCount = -1;  // nnodes / nranks that match any communicator
 
+// What a plan may have rules for: NCCL's five tuned collectives and all-to-all (send/recv keep
+// NCCL's choice).
+inline bool plannable(sim::CollKind k) {
+  return sim::is_tuned(k) || k == sim::CollKind::kAllToAll;
+}
+
 struct PlanRule {
   sim::CollKind coll = sim::CollKind::kAllReduce;
   std::int64_t min_bytes = 0;
@@ -41,7 +47,10 @@ struct PlanRule {
 
   bool matches(sim::CollKind c, std::int64_t bytes, int comm_nnodes, int comm_nranks) const {
     return c == coll && bytes >= min_bytes && bytes <= max_bytes &&
-           (nnodes == kAnyCount || nnodes == comm_nnodes) &&
+           matches_communicator(comm_nnodes, comm_nranks);
+  }
+  bool matches_communicator(int comm_nnodes, int comm_nranks) const {
+    return (nnodes == kAnyCount || nnodes == comm_nnodes) &&
            (nranks == kAnyCount || nranks == comm_nranks);
   }
 };
