@@ -464,15 +464,13 @@ class Run {
     return pts;
   }
 
-  Configs keep_best(const Configs& cfg, Configs& best, Time& best_time) {
+  // Oracles: simulates `cfg` and keeps it when its step beats the best so far (NCCL's at first).
+  void keep_best(const Configs& cfg) {
     const Evaluation e = evaluate(cfg);
-    if (e.step_time < best_time) {
-      best_time = e.step_time;
-      best = cfg;
+    if (e.step_time < best_.step_time) {
       best_configs_ = cfg;
       best_ = e;
     }
-    return best;
   }
 
   Configs exhaustive() {
@@ -489,15 +487,13 @@ class Run {
           "--space nccl, a smaller step, or --budget",
           size, pts.size(), limit));
     }
-    Configs best(classes_.size());
-    Time best_time = nccl_eval_.step_time;
     std::vector<std::size_t> digit(pts.size(), 0);
     while (true) {
       Configs cfg(classes_.size());
       for (std::size_t j = 0; j < pts.size(); ++j) {
         cfg[j] = config_of(classes_[j], pts[j][digit[j]]);
       }
-      keep_best(cfg, best, best_time);
+      keep_best(cfg);
       std::size_t j = 0;
       while (j < pts.size() && ++digit[j] == pts[j].size()) {
         digit[j++] = 0;
@@ -506,22 +502,20 @@ class Run {
         break;
       }
     }
-    return best;
+    return best_configs_;
   }
 
   Configs random() {
     const auto pts = all_points();
     std::mt19937_64 rng(o_.seed);
-    Configs best(classes_.size());
-    Time best_time = nccl_eval_.step_time;
     while (!oracle_spent(200)) {
       Configs cfg(classes_.size());
       for (std::size_t j = 0; j < pts.size(); ++j) {
         cfg[j] = config_of(classes_[j], pts[j][rng() % pts[j].size()]);
       }
-      keep_best(cfg, best, best_time);
+      keep_best(cfg);
     }
-    return best;
+    return best_configs_;
   }
 
   Evaluator& eval_;
@@ -530,8 +524,8 @@ class Run {
   Evaluation nccl_eval_;
   Evaluation last_;
   Configs last_configs_;
-  Evaluation best_;  // exhaustive and random: the best evaluation so far
-  Configs best_configs_;
+  Evaluation best_;  // the best evaluation so far (oracles) or the walk's last accepted (lagom)
+  Configs best_configs_;  // and its configurations; NCCL's before any
   long evaluations_ = 0;
 };
 
