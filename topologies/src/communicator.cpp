@@ -436,6 +436,7 @@ CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const i
   info.ring = finish(true, ring_classes, ring);
   info.tree = finish(true, ring_classes, tree);
   info.nvls = finish(info.nvls_available, nvls_classes, nvls);
+  info.traffic = std::make_shared<const CommunicatorTraffic>(cluster, ranks);
   return info;
 }
 

@@ -131,6 +131,7 @@ class Cluster {
 
  private:
   friend CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const int> ranks);
+  friend class CommunicatorTraffic;
   std::shared_ptr<const Impl> impl_;  // immutable once built, so copies share it
 };
 

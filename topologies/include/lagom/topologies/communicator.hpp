@@ -8,11 +8,13 @@
 // ClusterSpec, except `nccl`, which is in NCCL's own units (see NcclSearchEstimate).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "lagom/topologies/cluster.hpp"
+#include "lagom/topologies/traffic.hpp"
 
 namespace lagom::topologies {
 
@@ -87,6 +89,9 @@ struct CommunicatorInfo {
   AlgorithmPaths nvls;
 
   NcclSearchEstimate nccl;  // ring pattern; NCCL gives Tree the same channel count
+
+  // Where its algorithms' bytes go, link by link (traffic.hpp); shared by copies.
+  std::shared_ptr<const CommunicatorTraffic> traffic;
 };
 
 // Describes the communicator made of `ranks` (global ranks, any order). lagom::Error for an

@@ -1,0 +1,267 @@
+// Footprints of the communication patterns on the hardware graph (see traffic.hpp).
+#include "lagom/topologies/traffic.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "cluster_impl.hpp"
+#include "lagom/common/error.hpp"
+
+namespace lagom::topologies {
+namespace {
+
+using Impl = Cluster::Impl;
+
+struct Accumulator {
+  std::map<std::pair<std::uint32_t, std::uint8_t>, double> loads;
+  double intra_latency_us = 0;
+  double net_latency_us = 0;
+  bool network = false;
+
+  void add(std::size_t link, int dir, double per_byte) {
+    if (per_byte > 0) {
+      loads[{static_cast<std::uint32_t>(link), static_cast<std::uint8_t>(dir)}] += per_byte;
+    }
+  }
+};
+
+// Direction of travel on `link` when leaving global vertex `from`.
+int direction(const Impl& m, std::size_t link, std::size_t from) {
+  return boost::source(m.edges[link], m.graph) == from ? 0 : 1;
+}
+
+void add_path(const Impl& m, const Path& p, double per_byte, Accumulator& acc) {
+  for (const Hop& h : p.hops) {
+    const auto& e = m.edges[h.link_id];
+    const Endpoint& a = m.graph[boost::source(e, m.graph)].endpoint;
+    acc.add(h.link_id, a == h.from ? 0 : 1, per_byte);
+  }
+  if (p.type == PathType::kNet) {
+    acc.network = true;
+    acc.net_latency_us = std::max(acc.net_latency_us, p.latency_us);
+  } else if (!p.hops.empty()) {
+    acc.intra_latency_us = std::max(acc.intra_latency_us, p.latency_us);
+  }
+}
+
+// A node-local route of node `node`, in its direction of travel.
+void add_local_route(const Impl& m, int node, const internal::LocalRoute& r, double per_byte,
+                     Accumulator& acc) {
+  const std::size_t vb = static_cast<std::size_t>(node) * m.vertices_per_node;
+  const std::size_t eb = static_cast<std::size_t>(node) * m.edges_per_node;
+  for (std::size_t k = 0; k < r.edges.size(); ++k) {
+    acc.add(eb + r.edges[k], direction(m, eb + r.edges[k], vb + r.vertices[k]), per_byte);
+  }
+}
+
+Footprint finish(const Impl& m, Accumulator&& acc) {
+  Footprint f;
+  f.loads.reserve(acc.loads.size());
+  for (const auto& [key, per_byte] : acc.loads) {
+    f.loads.push_back(LinkLoad{key.first, key.second, per_byte});
+    const internal::EdgeProps& e = m.edge(key.first);
+    double& worst = f.worst[static_cast<int>(e.link_class)];
+    worst = std::max(worst, per_byte / e.bandwidth_GBps);
+  }
+  f.intra_latency_us = acc.intra_latency_us;
+  f.net_latency_us = acc.net_latency_us;
+  f.crosses_network = acc.network;
+  return f;
+}
+
+}  // namespace
+
+CommunicatorTraffic::CommunicatorTraffic(const Cluster& cluster, std::span<const int> ranks)
+    : cluster_(cluster), ranks_(ranks.begin(), ranks.end()) {
+  std::sort(ranks_.begin(), ranks_.end());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    if (i > 0 && ranks_[i] == ranks_[i - 1]) {
+      throw Error(fmt::format("rank {} appears twice in the communicator", ranks_[i]));
+    }
+    const GpuLocation loc = cluster_.locate(ranks_[i]);
+    if (by_node_.empty() || by_node_.back().first != loc.node) {
+      by_node_.emplace_back(loc.node, std::vector<int>{});
+    }
+    by_node_.back().second.push_back(loc.local);
+  }
+}
+
+const Footprint& CommunicatorTraffic::ring() const {
+  return get(kRing);
+}
+const Footprint& CommunicatorTraffic::network() const {
+  return get(kNetwork);
+}
+const Footprint& CommunicatorTraffic::chain() const {
+  return get(kChain);
+}
+const Footprint& CommunicatorTraffic::nvls() const {
+  return get(kNvls);
+}
+const Footprint& CommunicatorTraffic::all_to_all() const {
+  return get(kAllToAll);
+}
+
+const Footprint& CommunicatorTraffic::get(Which w) const {
+  std::call_once(once_[w], [&] { cache_[w] = build(w); });
+  return cache_[w];
+}
+
+Footprint CommunicatorTraffic::pair(int from, int to) const {
+  Accumulator acc;
+  add_path(*cluster_.impl_, cluster_.path(from, to), 1.0, acc);
+  return finish(*cluster_.impl_, std::move(acc));
+}
+
+Footprint CommunicatorTraffic::build(Which w) const {
+  const Impl& m = *cluster_.impl_;
+  const int gpn = cluster_.gpus_per_node();
+  const auto rank_of = [&](int node, int local) { return node * gpn + local; };
+  const std::size_t nodes = by_node_.size();
+  Accumulator acc;
+
+  // Node t's traffic to node t+1 (ring order), U per node spread over its GPUs' NICs.
+  const auto add_network = [&](double per_byte) {
+    if (nodes < 2) {
+      return;
+    }
+    for (std::size_t t = 0; t < nodes; ++t) {
+      const auto& [node, locals] = by_node_[t];
+      const auto& [next, next_locals] = by_node_[(t + 1) % nodes];
+      const double share = per_byte / static_cast<double>(locals.size());
+      for (std::size_t i = 0; i < locals.size(); ++i) {
+        const int g = locals[i];
+        const bool there = std::binary_search(next_locals.begin(), next_locals.end(), g);
+        const int entry = there ? g : next_locals[i % next_locals.size()];
+        add_path(m, cluster_.path(rank_of(node, g), rank_of(next, entry)), share, acc);
+      }
+    }
+  };
+
+  switch (w) {
+    case kRing:
+      for (const auto& [node, locals] : by_node_) {
+        const std::size_t k = locals.size();
+        if (k < 2) {
+          continue;
+        }
+        const double per_edge =
+            nodes > 1 ? static_cast<double>(k - 1) / static_cast<double>(k) : 1.0;
+        for (std::size_t i = 0; i < k; ++i) {
+          add_path(m, cluster_.path(rank_of(node, locals[i]), rank_of(node, locals[(i + 1) % k])),
+                   per_edge, acc);
+        }
+      }
+      add_network(1.0);
+      break;
+    case kNetwork:
+      add_network(1.0);
+      break;
+    case kChain:
+      for (const auto& [node, locals] : by_node_) {
+        for (std::size_t i = 0; i + 1 < locals.size(); ++i) {
+          const int a = rank_of(node, locals[i]);
+          const int b = rank_of(node, locals[i + 1]);
+          add_path(m, cluster_.path(a, b), 1.0, acc);
+          add_path(m, cluster_.path(b, a), 1.0, acc);
+        }
+      }
+      break;
+    case kNvls:
+      for (const auto& [node, locals] : by_node_) {
+        for (int g : locals) {
+          const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
+                                m.gpu_vertex[static_cast<std::size_t>(g)];
+          for (auto [it, end] = boost::out_edges(v, m.graph); it != end; ++it) {
+            const internal::EdgeProps& e = m.graph[*it];
+            const Endpoint& other = m.graph[boost::target(*it, m.graph)].endpoint;
+            if (e.link_class != LinkClass::kNvlink || other.kind != VertexKind::kNvSwitch) {
+              continue;
+            }
+            const int up = direction(m, e.id, v);
+            acc.add(e.id, up, 1.0);
+            acc.add(e.id, 1 - up, 1.0);
+            acc.intra_latency_us = std::max(acc.intra_latency_us, e.latency_us);
+          }
+        }
+      }
+      break;
+    case kAllToAll: {
+      const double n = static_cast<double>(ranks_.size());
+      // Inside each node: every ordered pair by its route.
+      for (const auto& [node, locals] : by_node_) {
+        for (int a : locals) {
+          for (int b : locals) {
+            if (a != b) {
+              add_path(m, cluster_.path(rank_of(node, a), rank_of(node, b)), 1.0 / n, acc);
+            }
+          }
+        }
+      }
+      if (nodes < 2) {
+        break;
+      }
+      // Across nodes: a GPU sends U/n to each of the n - k remote ranks, all through its NIC, and
+      // receives as much through it; on a rail-optimized fabric what goes to another rail also
+      // crosses the spine.
+      const std::size_t nics = cluster_.spec().network.nics.size();
+      const bool rail = cluster_.spec().network.fabric.kind == FabricKind::kRailOptimized;
+      std::vector<double> on_rail(nics, 0.0);                         // members per rail
+      std::vector<std::vector<double>> node_rail(nodes, on_rail);     // per node per rail
+      for (std::size_t t = 0; t < nodes; ++t) {
+        for (int g : by_node_[t].second) {
+          const int r = cluster_.nic_of(g);
+          on_rail[static_cast<std::size_t>(r)] += 1;
+          node_rail[t][static_cast<std::size_t>(r)] += 1;
+        }
+      }
+      for (std::size_t t = 0; t < nodes; ++t) {
+        const auto& [node, locals] = by_node_[t];
+        const double remote = (n - static_cast<double>(locals.size())) / n;
+        for (int g : locals) {
+          const int r = cluster_.nic_of(g);
+          const std::size_t ru = static_cast<std::size_t>(r);
+          const std::size_t gv = m.gpu_vertex[static_cast<std::size_t>(g)];
+          const std::size_t nv = m.nic_vertex[ru];
+          add_local_route(m, node, m.route(gv, nv), remote, acc);
+          add_local_route(m, node, m.route(nv, gv), remote, acc);
+          const std::size_t nic_link = m.nic_link_base + static_cast<std::size_t>(node) * nics + ru;
+          const int out = direction(m, nic_link, static_cast<std::size_t>(node) *
+                                                     m.vertices_per_node + nv);
+          acc.add(nic_link, out, remote);
+          acc.add(nic_link, 1 - out, remote);
+          if (rail) {
+            // Remote members on other rails: (all members - this node's) - (this rail's likewise).
+            double other = 0;
+            for (std::size_t q = 0; q < nics; ++q) {
+              if (q != ru) {
+                other += on_rail[q] - node_rail[t][q];
+              }
+            }
+            const std::size_t spine = m.spine_link_base + ru;
+            const Link l = cluster_.link(spine);
+            const int leaf_up = l.a.kind == VertexKind::kNetworkSwitch && l.a.index == r ? 0 : 1;
+            acc.add(spine, leaf_up, other / n);
+            acc.add(spine, 1 - leaf_up, other / n);
+          }
+        }
+      }
+      // Wire latency of the slowest remote pair from the first node: to each rail of the next.
+      const auto& [node0, locals0] = by_node_[0];
+      const auto& [node1, locals1] = by_node_[1];
+      for (int b : locals1) {
+        const Path p = cluster_.path(rank_of(node0, locals0.front()), rank_of(node1, b));
+        acc.network = true;
+        acc.net_latency_us = std::max(acc.net_latency_us, p.latency_us);
+      }
+      break;
+    }
+    case kCount:
+      break;
+  }
+  return finish(m, std::move(acc));
+}
+
+}  // namespace lagom::topologies
