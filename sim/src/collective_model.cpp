@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "lagom/common/error.hpp"
@@ -38,6 +39,22 @@ LinkKind link_kind_of(const std::optional<LinkClass>& c) {
     return LinkKind::kNvlink;
   }
   return *c == LinkClass::kNetwork ? LinkKind::kNetwork : LinkKind::kPcie;
+}
+
+// The profile's link parameters cover NVLink, PCIe and the network; the CPU interconnect (a
+// PCIe root-complex path) takes PCIe's.
+const char* link_class_name(LinkClass c) {
+  switch (c) {
+    case LinkClass::kNvlink:
+      return "nvlink";
+    case LinkClass::kPcie:
+      return "pcie";
+    case LinkClass::kCpuInterconnect:
+      return "cpu-interconnect";
+    case LinkClass::kNetwork:
+      return "network";
+  }
+  return "?";
 }
 
 std::int64_t ceil_div(double a, double b) {
@@ -106,6 +123,10 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
     e.bottleneck = "none";
     return e;
   }
+  if (!comm_.traffic) {
+    throw Error("internal error: the communicator has no traffic description");
+  }
+  const topologies::CommunicatorTraffic& traffic = *comm_.traffic;
 
   const LinkKind intra_kind = link_kind_of(comm_.intra_bottleneck_class);
   const calibrate::LinkParams& intra = cp.link(intra_kind);
@@ -114,14 +135,25 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
     const calibrate::ProtocolParams& p = l.proto(proto);
     return p.channel_GBps.value * std::min(1.0, cfg.nthreads / p.saturation_threads.value);
   };
-  const double intra_bw = ppn > 1 ? comm_.intra_bw_GBps * intra.efficiency.value : kInf;
-  const double node_net_bw = nodes > 1 ? comm_.inter_bw_GBps * ppn * net.efficiency.value : kInf;
   const double intra_step = intra.proto(proto).step_us.value;
   const double net_step = net.proto(proto).step_us.value;  // used only across nodes
   const double C = static_cast<double>(std::max<std::int64_t>(cfg.chunk_bytes, 1));
   const double per_channel = S / nc;
 
   std::vector<Load> loads;
+  // The links of a footprint carrying `volume` bytes per unit: per link class, the most loaded
+  // link at the class's efficiency (and the protocol's wire efficiency unless `wire` is 1).
+  auto add_links = [&](const topologies::Footprint& f, double volume, double wire) {
+    for (int c = 0; c < topologies::kLinkClassCount; ++c) {
+      if (f.worst[c] > 0) {
+        const auto cls = static_cast<LinkClass>(c);
+        const double eff = cp.link(link_kind_of(cls)).efficiency.value;
+        // Bytes through the busiest link of the class, at its effective bandwidth.
+        loads.push_back({link_class_name(cls), volume * f.worst_per_byte[c],
+                         eff * wire * f.worst_per_byte[c] / f.worst[c]});
+      }
+    }
+  };
   auto add_channels = [&](double bytes_per_gpu, bool crosses_net) {
     if (ppn > 1) {
       loads.push_back({"channels", bytes_per_gpu, nc * channel_cap(intra) * w});
@@ -133,7 +165,9 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
 
   // Per algorithm: the resources and bytes (loads), the hops on the critical path (their
   // latency is paid once), the chunk steps (each pays an overhead pipelining does not hide) and
-  // the pipeline depth (hops a chunk crosses one after another; fill for depth > 1).
+  // the pipeline depth (hops a chunk crosses one after another; fill for depth > 1). A hop costs
+  // its wire latency (the cluster's links, from the footprint) plus the protocol's per-hop
+  // overhead (the profile's step_us).
   int depth = 1;
   double hop_us = 0;
   std::int64_t steps = 0;
@@ -143,8 +177,9 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
   const double intra_chunk = intra.proto(proto).chunk_us.value;
   const double net_chunk = net.proto(proto).chunk_us.value;
   // Hops split between intra-node links and the network.
-  auto hops = [&](int total, int on_net) {
-    hop_us = (total - on_net) * intra_step + on_net * net_step;
+  auto hops = [&](int total, int on_net, const topologies::Footprint& f) {
+    hop_us = (total - on_net) * (intra_step + f.intra_latency_us) +
+             on_net * (net_step + f.net_latency_us);
     chunk_step_us = total > 0 ? ((total - on_net) * intra_chunk + on_net * net_chunk) / total : 0;
   };
   // A tree or chain between nodes moves 2(N-1)/N of the buffer through each node's NICs (two
@@ -159,23 +194,18 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
         const double factor = (ar ? 2.0 : 1.0) * (n - 1) / n;
         const int s = ar ? 2 * (n - 1) : n - 1;
         const int s_net = multi ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
-        loads.push_back({"intra", factor * S, intra_bw * w});
-        if (multi) {
-          loads.push_back({"network", factor * S, node_net_bw * w});
-        }
+        add_links(traffic.ring(), factor * S, w);
         add_channels(factor * S, multi);
-        hops(s, s_net);
+        hops(s, s_net, traffic.ring());
         const std::int64_t loops = std::max<std::int64_t>(1, ceil_div(per_channel, n * C));
         steps = loops * s;
       } else if (kind == CollKind::kBroadcast || kind == CollKind::kReduce) {
-        // A chain in ring order: the root's data flows through n-1 hops, pipelined by chunk.
-        loads.push_back({"intra", S, intra_bw * w});
-        if (multi) {
-          loads.push_back({"network", S, node_net_bw * w});
-        }
+        // A chain in ring order: the root's data flows through n-1 hops, pipelined by chunk
+        // (every ring edge counted at S: the edge into the root is the one left out).
+        add_links(traffic.ring(), S, w);
         add_channels(S, multi);
         depth = n - 1;
-        hops(depth, multi ? nodes - 1 : 0);
+        hops(depth, multi ? nodes - 1 : 0, traffic.ring());
         steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
         pipelined = true;
       }
@@ -187,16 +217,13 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
       if (kind != CollKind::kAllReduce) {
         throw Error("Tree is an AllReduce algorithm");
       }
-      // Intra-node chain, inter-node double binary tree: reduce up, broadcast down. Each GPU's
-      // out-link carries its data up and the result down (2S).
-      loads.push_back({"intra", 2.0 * S, intra_bw * w});
-      if (multi) {
-        loads.push_back({"network", tree_net_factor * S, node_net_bw * w});
-      }
+      // Intra-node chain, inter-node double binary tree: reduce up, broadcast down. Each chain
+      // edge carries S up and S down; each node's NICs 2(N-1)/N S each way.
+      add_links(traffic.tree(), S, w);
       add_channels(2.0 * S, multi);
       const int d_net = multi ? 2 * ceil_log2(nodes) : 0;
       depth = std::max(1, 2 * (ppn - 1) + d_net);
-      hops(depth, d_net);
+      hops(depth, d_net, traffic.tree());
       steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
       pipelined = true;
       break;
@@ -206,31 +233,34 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
       if (intra_kind != LinkKind::kNvlink || !comm_.nvls_available) {
         throw Error("NVLS needs GPUs on an NVSwitch with NVLink SHARP");
       }
-      const double nvls_bw = comm_.intra_bw_GBps * cp.nvls_efficiency.value;
       const bool ar = kind == CollKind::kAllReduce;
       if (!ar && kind != CollKind::kAllGather && kind != CollKind::kReduceScatter) {
         throw Error(fmt::format("NVLS has no schedule for {}", to_string(kind)));
       }
       // AllReduce: each GPU sends its buffer into the switch and receives the reduced result
       // (S each way); AllGather/ReduceScatter move the (n-1)/n that is not local.
+      const topologies::Footprint& ports = traffic.nvls();
       const double v = ar ? S : S * (n - 1) / n;
-      loads.push_back({"nvls", v, nvls_bw});
+      const int nvl = static_cast<int>(LinkClass::kNvlink);
+      loads.push_back({"nvls", v * ports.worst_per_byte[nvl],
+                       cp.nvls_efficiency.value * ports.worst_per_byte[nvl] / ports.worst[nvl]});
       loads.push_back({"channels", v, nc * channel_cap(intra)});
       int d_net = 0;
       if (cfg.algo == Algorithm::kNvlsTree) {
         if (!multi) {
           throw Error("NVLSTree needs more than one node");
         }
-        loads.push_back({"network", tree_net_factor * S, node_net_bw});
+        add_links(traffic.network(), tree_net_factor * S, 1.0);
         loads.push_back({"channels", tree_net_factor * S / ppn, nc * channel_cap(net)});
         d_net = 2 * ceil_log2(nodes);
       } else if (multi) {
-        loads.push_back({"network", tree_net_factor * S, node_net_bw});
+        add_links(traffic.network(), tree_net_factor * S, 1.0);
         d_net = 2;
       }
       const int d_intra = ar ? 2 : 1;
       depth = d_intra + d_net;
-      hop_us = d_intra * cp.nvls_step_us.value + d_net * net_step;
+      hop_us = d_intra * (cp.nvls_step_us.value + ports.intra_latency_us) +
+               d_net * (net_step + traffic.network().net_latency_us);
       chunk_step_us = (d_intra * cp.nvls_chunk_us.value + d_net * net_chunk) / depth;
       steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
       pipelined = true;
@@ -245,15 +275,15 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
       // the result once. Direct scatters within the node (2(ppn-1)/ppn S per GPU); Chain runs a
       // chain (2S per GPU).
       const bool direct = cfg.algo == Algorithm::kCollNetDirect;
-      const double v_intra = direct ? 2.0 * S * (ppn - 1) / ppn : 2.0 * S;
+      const double v_intra = direct ? 2.0 * S * (ppn - 1) / ppn : S;
       if (ppn > 1) {
-        loads.push_back({"intra", v_intra, intra_bw * w});
+        add_links(direct ? traffic.all_to_all() : traffic.chain(), v_intra, w);
       }
-      loads.push_back({"network", S, node_net_bw * w});
-      add_channels(v_intra, true);
+      add_links(traffic.network(), S, w);
+      add_channels(direct ? v_intra : 2.0 * S, true);
       const int d_intra = direct ? std::min(1, ppn - 1) * 2 : 2 * (ppn - 1);
       depth = d_intra + 2;
-      hops(depth, 2);
+      hops(depth, 2, traffic.ring());
       steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
       pipelined = true;
       break;
@@ -262,11 +292,10 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
       // Parallel aggregated trees for AllGather/ReduceScatter with one rank per node: log2(n)
       // rounds, each moving a growing share over the network.
       const double v = S * (n - 1) / n;
-      const double bw = multi ? node_net_bw : intra_bw;
-      loads.push_back({multi ? "network" : "intra", v, bw * w});
+      add_links(multi ? traffic.network() : traffic.ring(), v, w);
       add_channels(v, multi);
       const int rounds = std::max(1, ceil_log2(n));
-      hops(rounds, multi ? rounds : 0);
+      hops(rounds, multi ? rounds : 0, traffic.ring());
       steps = std::max<std::int64_t>(1, ceil_div(per_channel, n * C)) * rounds;
       break;
     }
@@ -280,24 +309,20 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
     depth = 1;
     if (kind == CollKind::kAllToAll) {
       const double share = S / n;  // to each peer
-      const double v_intra = share * (ppn - 1);
-      const double v_node_net = share * (n - ppn) * ppn;
-      if (ppn > 1) {
-        loads.push_back({"intra", v_intra, intra_bw * w});
-      }
-      if (multi) {
-        loads.push_back({"network", v_node_net, node_net_bw * w});
-      }
+      add_links(traffic.all_to_all(), S, w);
       add_channels(share * (n - 1), multi);
-      hops(1, multi ? 1 : 0);
+      hops(1, multi ? 1 : 0, traffic.all_to_all());
       const std::int64_t per_peer = std::max<std::int64_t>(1, ceil_div(share, C));
       steps = per_peer * std::max<std::int64_t>(1, ceil_div(n - 1, nc));
     } else {
-      // The two ranks' path: the same node if the communicator has one node.
-      const double bw = multi ? comm_.inter_bw_GBps * net.efficiency.value : intra_bw;
-      loads.push_back({multi ? "network" : "intra", S, bw * w});
+      // Two ranks: their path. In a larger communicator the worst neighbour path: the ring's
+      // hop inside a node, or a node-to-node hop (the contention model uses the exact pair).
+      const std::span<const int> r = traffic.ranks();
+      const topologies::Footprint pair = n == 2 ? traffic.pair(r[0], r[1]) : topologies::Footprint{};
+      const topologies::Footprint& f = n == 2 ? pair : multi ? traffic.network() : traffic.ring();
+      add_links(f, S, w);
       add_channels(S, multi);
-      hops(1, multi ? 1 : 0);
+      hops(1, multi ? 1 : 0, f);
       steps = std::max<std::int64_t>(1, ceil_div(per_channel, C));
     }
   }
@@ -305,8 +330,8 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
   // The slowest resource sets the transfer time.
   const Load* worst = nullptr;
   for (const Load& l : loads) {
-    if (l.capacity_GBps <= 0) {
-      throw Error(fmt::format("{} of {}: resource '{}' has no bandwidth", to_string(cfg),
+    if (!(l.capacity_GBps > 0) || !std::isfinite(l.capacity_GBps)) {
+      throw Error(fmt::format("{} of {}: resource '{}' has no usable bandwidth", to_string(cfg),
                               to_string(kind), l.name));
     }
     if (worst == nullptr || l.bytes / l.capacity_GBps > worst->bytes / worst->capacity_GBps) {

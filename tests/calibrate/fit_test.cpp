@@ -145,7 +145,7 @@ TEST(Fit, RecoversKnownParametersFromSyntheticLogs) {
     EXPECT_EQ(sim::nccl_default_config(info, sim::CollKind::kAllReduce, kGiB).algo,
               sim::Algorithm::kNvls);
     EXPECT_EQ(at(sim::CollKind::kAllReduce, kGiB).bottleneck, "nvls");
-    EXPECT_EQ(at(sim::CollKind::kAllGather, kGiB).bottleneck, "intra");
+    EXPECT_EQ(at(sim::CollKind::kAllGather, kGiB).bottleneck, "nvlink");
     EXPECT_EQ(sim::nccl_default_config(info, sim::CollKind::kAllGather, 256 * kKiB).proto,
               sim::Protocol::kLL);
     EXPECT_EQ(at(sim::CollKind::kAllGather, 256 * kKiB).bottleneck, "channels");

@@ -62,8 +62,11 @@ Footprint finish(const Impl& m, Accumulator&& acc) {
   for (const auto& [key, per_byte] : acc.loads) {
     f.loads.push_back(LinkLoad{key.first, key.second, per_byte});
     const internal::EdgeProps& e = m.edge(key.first);
-    double& worst = f.worst[static_cast<int>(e.link_class)];
-    worst = std::max(worst, per_byte / e.bandwidth_GBps);
+    const int c = static_cast<int>(e.link_class);
+    if (per_byte / e.bandwidth_GBps > f.worst[c]) {
+      f.worst[c] = per_byte / e.bandwidth_GBps;
+      f.worst_per_byte[c] = per_byte;
+    }
   }
   f.intra_latency_us = acc.intra_latency_us;
   f.net_latency_us = acc.net_latency_us;
@@ -96,6 +99,9 @@ const Footprint& CommunicatorTraffic::network() const {
 }
 const Footprint& CommunicatorTraffic::chain() const {
   return get(kChain);
+}
+const Footprint& CommunicatorTraffic::tree() const {
+  return get(kTree);
 }
 const Footprint& CommunicatorTraffic::nvls() const {
   return get(kNvls);
@@ -160,6 +166,7 @@ Footprint CommunicatorTraffic::build(Which w) const {
       add_network(1.0);
       break;
     case kChain:
+    case kTree:
       for (const auto& [node, locals] : by_node_) {
         for (std::size_t i = 0; i + 1 < locals.size(); ++i) {
           const int a = rank_of(node, locals[i]);
@@ -167,6 +174,9 @@ Footprint CommunicatorTraffic::build(Which w) const {
           add_path(m, cluster_.path(a, b), 1.0, acc);
           add_path(m, cluster_.path(b, a), 1.0, acc);
         }
+      }
+      if (w == kTree) {
+        add_network(2.0 * static_cast<double>(nodes - 1) / static_cast<double>(nodes));
       }
       break;
     case kNvls:

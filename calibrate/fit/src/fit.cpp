@@ -279,9 +279,15 @@ FitResult fit_profile(const HardwareProfile& prior, const std::vector<FitInput>&
         const double actual_h = theta_of(p, probe) - theta[j];
         A(r, j) = actual_h != 0 ? (predict(probe, c) - t) / actual_h / c.measured_us : 0.0;
       }
-      // Linear and homogeneous in theta: T = grad . theta, so the residual equation is
-      // grad . theta_new = measured, divided by measured for relative weighting.
-      b[r] = 1.0;
+      // Linear in theta: T = grad . theta + offset, where the offset is what no parameter
+      // scales (the cluster's wire latencies). The residual equation grad . theta_new =
+      // measured - offset is divided by measured for relative weighting.
+      double homogeneous = 0;
+      for (Eigen::Index j = 0; j < np; ++j) {
+        homogeneous += A(r, j) * theta[j];
+      }
+      const double offset = t / c.measured_us - homogeneous;
+      b[r] = 1.0 - offset;
     }
     for (Eigen::Index j = 0; j < np; ++j) {
       const double s = std::sqrt(options.ridge * params[static_cast<std::size_t>(j)].prior_weight);

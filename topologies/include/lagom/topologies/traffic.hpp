@@ -16,6 +16,8 @@
 //    CollNet between nodes use it with their own volumes; the double binary tree's parents and
 //    children are approximated by ring neighbours, which cross the same NICs).
 //  * chain: NCCL's intra-node chain of Tree, U up (i -> i+1) and U down (i+1 -> i) on each edge.
+//  * tree: NCCL's Tree AllReduce of U bytes: the chain, plus 2(N-1)/N U per node each way
+//    between N nodes (network pattern).
 //  * nvls: every rank to the NVSwitch and back, U each way on its NVLink ports.
 //  * all_to_all: every rank sends U/n to every other rank (n-1 shares: intra-node pairs by their
 //    routes, remote ones through the sender's and the receiver's NICs).
@@ -50,6 +52,7 @@ struct Footprint {
   // Per link class: the largest per_byte / bandwidth_GBps over its loads (0 when not crossed).
   // A unit volume of V bytes needs at least V * worst[c] / 1e3 us on class c's links.
   std::array<double, kLinkClassCount> worst{};
+  std::array<double, kLinkClassCount> worst_per_byte{};  // that link's per_byte
   double intra_latency_us = 0;  // the slowest intra-node hop (sum of its links' latencies)
   double net_latency_us = 0;    // the slowest node-to-node hop, GPU to GPU
   bool crosses_network = false;
@@ -63,6 +66,7 @@ class CommunicatorTraffic {
   const Footprint& ring() const;
   const Footprint& network() const;
   const Footprint& chain() const;
+  const Footprint& tree() const;
   const Footprint& nvls() const;
   const Footprint& all_to_all() const;
   // U from `from` to `to` (cluster ranks); not cached.
@@ -73,7 +77,7 @@ class CommunicatorTraffic {
   int nodes() const { return static_cast<int>(by_node_.size()); }
 
  private:
-  enum Which { kRing, kNetwork, kChain, kNvls, kAllToAll, kCount };
+  enum Which { kRing, kNetwork, kChain, kTree, kNvls, kAllToAll, kCount };
   const Footprint& get(Which w) const;
   Footprint build(Which w) const;
 
