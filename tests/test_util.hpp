@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
+#include <vector>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,22 +34,60 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 }
 
 // A contention test double whose times can be derived by hand: processor sharing, n running
-// (not waiting) ops on a GPU each get 1/n. Counts its calls.
+// (not waiting) activities on a GPU each get 1/n, and a communication instance runs at the
+// smallest share any of its GPUs gives it. Counts its calls.
 class FairShare final : public sim::ContentionModel {
  public:
   std::string_view name() const override { return "fair-share"; }
-  void speed_factors(const traces::Workload&, traces::Rank, std::span<const sim::ActiveOp> active,
-                     std::span<double> factors) override {
-    std::size_t running = 0;
-    for (const sim::ActiveOp& a : active) {
-      running += a.waiting ? 0 : 1;
+  void bind(const traces::Workload& w, const traces::ExecutionGraph& g) override {
+    w_ = &w;
+    g_ = &g;
+    running_on_.assign(w.rank_count(), 0);
+  }
+  void waiting(traces::OpId) override {}
+  void started(const sim::Activity& a) override {
+    std::vector<traces::Rank>& ranks = ranks_[a.slot];
+    ranks.clear();
+    if (a.instance) {
+      for (traces::OpId m : g_->members(a.subject)) {
+        ranks.push_back(w_->rank_of(m));
+      }
+    } else {
+      ranks.push_back(w_->rank_of(a.subject));
     }
-    for (double& f : factors) {
-      f = running ? 1.0 / static_cast<double>(running) : 1.0;
+    for (traces::Rank r : ranks) {
+      ++running_on_[r];
+    }
+    rate_[a.slot] = 0;
+  }
+  void finished(const sim::Activity& a) override {
+    for (traces::Rank r : ranks_[a.slot]) {
+      --running_on_[r];
+    }
+    ranks_.erase(a.slot);
+    rate_.erase(a.slot);
+  }
+  void rates(std::vector<sim::RateChange>& out) override {
+    for (auto& [slot, rate] : rate_) {  // std::map: slot order
+      double share = 1.0;
+      for (traces::Rank r : ranks_[slot]) {
+        share = std::min(share, 1.0 / static_cast<double>(running_on_[r]));
+      }
+      if (share != rate) {
+        rate = share;
+        out.push_back({slot, share});
+      }
     }
     ++calls;
   }
   int calls = 0;
+
+ private:
+  const traces::Workload* w_ = nullptr;
+  const traces::ExecutionGraph* g_ = nullptr;
+  std::vector<int> running_on_;
+  std::map<std::uint32_t, std::vector<traces::Rank>> ranks_;
+  std::map<std::uint32_t, double> rate_;
 };
 
 // Wraps `ranks_json` (the value of "ranks") and `groups_json` into a v1 document and parses it.

@@ -25,6 +25,9 @@ constexpr const char* kProtoNames[] = {"LL", "LL128", "Simple"};
 constexpr const char* kLinkNames[] = {"nvlink", "pcie", "network"};
 constexpr const char* kClassNames[] = {"other",       "gemm", "attention",
                                        "elementwise", "norm", "optimizer"};
+// For profiles written before smem_per_block_KiB existed (other, gemm, attention, elementwise,
+// norm, optimizer).
+constexpr double kDefaultSmemPerBlockKiB[] = {16, 96, 96, 0, 1, 0};
 
 struct Reader {
   std::string_view origin;
@@ -199,23 +202,49 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
   for (int ci = 0; ci < kComputeClassCount; ++ci) {
     const std::string cp_path = fmt::format("compute.classes.{}", kClassNames[ci]);
     const json& cj = r.field(classes, "compute.classes", kClassNames[ci]);
-    r.only(cj, cp_path, {"flops_efficiency", "hbm_efficiency", "blocks_per_sm"});
+    r.only(cj, cp_path,
+           {"flops_efficiency", "hbm_efficiency", "blocks_per_sm", "smem_per_block_KiB"});
     ComputeClassParams& k = p.compute.classes[ci];
     k.flops_efficiency = r.measured(cj, cp_path, "flops_efficiency", 0.001, 1);
     k.hbm_efficiency = r.measured(cj, cp_path, "hbm_efficiency", 0.001, 1);
     k.blocks_per_sm = r.measured(cj, cp_path, "blocks_per_sm", 1, 64);
+    k.smem_per_block_KiB =
+        cj.contains("smem_per_block_KiB")
+            ? r.measured(cj, cp_path, "smem_per_block_KiB", 0, 1e4)
+            : Measured{kDefaultSmemPerBlockKiB[ci],
+                       "default (field absent from the file): a prior, GEMM and attention tiles "
+                       "take most of an SM's shared memory, streaming kernels none"};
     if (k.blocks_per_sm.value != std::floor(k.blocks_per_sm.value)) {
       r.fail(cp_path + ".blocks_per_sm.value", "must be a whole number");
     }
   }
   const json& cont = r.field(doc, "", "contention");
   r.only(cont, "contention",
-         {"hbm_efficiency", "comm_hbm_reduce", "comm_hbm_copy", "l2_spill", "l2_pollution"});
+         {"hbm_efficiency", "comm_hbm_reduce", "comm_hbm_copy", "l2_spill", "l2_pollution",
+          "comm_cta_smem_KiB"});
   p.contention.hbm_efficiency = r.measured(cont, "contention", "hbm_efficiency", 0.01, 1);
   p.contention.comm_hbm_reduce = r.measured(cont, "contention", "comm_hbm_reduce", 0, 10);
   p.contention.comm_hbm_copy = r.measured(cont, "contention", "comm_hbm_copy", 0, 10);
   p.contention.l2_spill = r.measured(cont, "contention", "l2_spill", 0, 10);
   p.contention.l2_pollution = r.measured(cont, "contention", "l2_pollution", 0, 10);
+  p.contention.comm_cta_smem_KiB =
+      cont.contains("comm_cta_smem_KiB")
+          ? r.measured(cont, "contention", "comm_cta_smem_KiB", 0, 1e4)
+          : Measured{82240.0 / 1024,
+                     "default (field absent from the file): NCCL 2.28 device.h, "
+                     "ncclShmemScratchWarpSize x 640/32 = 82,240 B of dynamic shared memory per "
+                     "CTA on sm80/sm90 (reference/nccl.md §5.1)"};
+  // A kernel alone must fit the HBM bandwidth that concurrent streams share (the contention
+  // model's capacity), or it would be slowed with nothing beside it.
+  for (int ci = 0; ci < kComputeClassCount; ++ci) {
+    if (p.compute.classes[ci].hbm_efficiency.value > p.contention.hbm_efficiency.value) {
+      r.fail(fmt::format("compute.classes.{}.hbm_efficiency.value", kClassNames[ci]),
+             fmt::format("{} exceeds contention.hbm_efficiency ({}): a kernel of this class alone "
+                         "would draw more HBM bandwidth than the GPU sustains",
+                         p.compute.classes[ci].hbm_efficiency.value,
+                         p.contention.hbm_efficiency.value));
+    }
+  }
   if (auto it = doc.find("calibration"); it != doc.end()) {
     if (!it->is_array()) {
       r.fail("calibration", "must be an array of strings");
@@ -276,7 +305,8 @@ std::string profile_to_json(const HardwareProfile& p) {
     const ComputeClassParams& k = p.compute.classes[c];
     classes[kClassNames[c]] = ordered{{"flops_efficiency", to_json(k.flops_efficiency)},
                                       {"hbm_efficiency", to_json(k.hbm_efficiency)},
-                                      {"blocks_per_sm", to_json(k.blocks_per_sm)}};
+                                      {"blocks_per_sm", to_json(k.blocks_per_sm)},
+                                      {"smem_per_block_KiB", to_json(k.smem_per_block_KiB)}};
   }
   comp["classes"] = std::move(classes);
   doc["compute"] = std::move(comp);
@@ -284,7 +314,8 @@ std::string profile_to_json(const HardwareProfile& p) {
                               {"comm_hbm_reduce", to_json(p.contention.comm_hbm_reduce)},
                               {"comm_hbm_copy", to_json(p.contention.comm_hbm_copy)},
                               {"l2_spill", to_json(p.contention.l2_spill)},
-                              {"l2_pollution", to_json(p.contention.l2_pollution)}};
+                              {"l2_pollution", to_json(p.contention.l2_pollution)},
+                              {"comm_cta_smem_KiB", to_json(p.contention.comm_cta_smem_KiB)}};
   doc["calibration"] = p.calibration;
   return doc.dump(1) + "\n";
 }

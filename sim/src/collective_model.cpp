@@ -20,8 +20,9 @@ using topologies::LinkClass;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Payload per wire byte (reference/nccl.md §1.5): LL lines carry 8 B of data with 8 B of flags,
-// LL128 lines 120 B of 128.
+}  // namespace
+
+// LL lines carry 8 B of data with 8 B of flags, LL128 lines 120 B of 128.
 double wire_efficiency(Protocol p) {
   switch (p) {
     case Protocol::kLL:
@@ -33,6 +34,8 @@ double wire_efficiency(Protocol p) {
   }
   return 1.0;
 }
+
+namespace {
 
 LinkKind link_kind_of(const std::optional<LinkClass>& c) {
   if (!c || *c == LinkClass::kNvlink) {
@@ -78,6 +81,10 @@ struct Load {
 
 }  // namespace
 
+double link_efficiency(const calibrate::HardwareProfile& profile, LinkClass cls) {
+  return profile.collective.link(link_kind_of(cls)).efficiency.value;
+}
+
 double busbw_factor(CollKind kind, int nranks) {
   const double n = nranks;
   switch (kind) {
@@ -101,6 +108,29 @@ CollectiveModel::CollectiveModel(const calibrate::HardwareProfile& profile,
 
 CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
                                              const CommConfig& cfg) const {
+  return plan(kind, bytes, cfg, nullptr);
+}
+
+std::vector<CollectiveModel::Share> CollectiveModel::traffic(CollKind kind, std::int64_t bytes,
+                                                             const CommConfig& cfg) const {
+  std::vector<Share> shares;
+  plan(kind, bytes, cfg, &shares);
+  return shares;
+}
+
+double CollectiveModel::hbm_per_payload_byte(CollKind kind, const CommConfig& cfg) const {
+  const calibrate::ContentionParams& k = profile_.contention;
+  const bool reduces = kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter ||
+                       kind == CollKind::kReduce;
+  const double touches = reduces ? k.comm_hbm_reduce.value : k.comm_hbm_copy.value;
+  const double in_flight = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
+  const double l2_bytes = profile_.gpu.l2_MiB.value * 1024.0 * 1024.0;
+  const double spill = l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 1.0;
+  return touches / wire_efficiency(cfg.proto) * (1.0 + k.l2_spill.value * spill);
+}
+
+CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, const CommConfig& cfg,
+                                         std::vector<Share>* shares) const {
   if (bytes < 0) {
     throw Error(fmt::format("collective size must be >= 0 bytes, got {}", bytes));
   }
@@ -144,6 +174,9 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
   // The links of a footprint carrying `volume` bytes per unit: per link class, the most loaded
   // link at the class's efficiency (and the protocol's wire efficiency unless `wire` is 1).
   auto add_links = [&](const topologies::Footprint& f, double volume, double wire) {
+    if (shares != nullptr) {
+      shares->push_back(Share{&f, volume, 1.0 / wire});
+    }
     for (int c = 0; c < topologies::kLinkClassCount; ++c) {
       if (f.worst[c] > 0) {
         const auto cls = static_cast<LinkClass>(c);
@@ -154,7 +187,9 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
       }
     }
   };
+  double gpu_bytes = 0;
   auto add_channels = [&](double bytes_per_gpu, bool crosses_net) {
+    gpu_bytes = bytes_per_gpu;
     if (ppn > 1) {
       loads.push_back({"channels", bytes_per_gpu, nc * channel_cap(intra) * w});
     }
@@ -244,7 +279,13 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
       const int nvl = static_cast<int>(LinkClass::kNvlink);
       loads.push_back({"nvls", v * ports.worst_per_byte[nvl],
                        cp.nvls_efficiency.value * ports.worst_per_byte[nvl] / ports.worst[nvl]});
+      if (shares != nullptr) {
+        shares->push_back(Share{&ports, v,
+                                cp.link(LinkKind::kNvlink).efficiency.value /
+                                    cp.nvls_efficiency.value});
+      }
       loads.push_back({"channels", v, nc * channel_cap(intra)});
+      gpu_bytes = v;
       int d_net = 0;
       if (cfg.algo == Algorithm::kNvlsTree) {
         if (!multi) {
@@ -327,6 +368,13 @@ CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
     }
   }
 
+  // Each GPU's HBM serves its channels' traffic (payload units, so fill below stays per channel).
+  if (gpu_bytes > 0) {
+    loads.push_back({"hbm", gpu_bytes,
+                     profile_.gpu.hbm_GBps.value * profile_.contention.hbm_efficiency.value /
+                         hbm_per_payload_byte(kind, cfg)});
+  }
+  e.gpu_bytes = gpu_bytes;
   // The slowest resource sets the transfer time.
   const Load* worst = nullptr;
   for (const Load& l : loads) {

@@ -26,14 +26,39 @@ int ComputeModel::blocks_per_sm(const traces::ComputeShape& shape) const {
       profile_.compute.classes[static_cast<int>(shape.cls)].blocks_per_sm.value);
 }
 
+int ComputeModel::blocks_beside_comm(const traces::ComputeShape& shape, int comm_threads) const {
+  const int tb = blocks_per_sm(shape);
+  const double thread_room =
+      1.0 - static_cast<double>(comm_threads) / profile_.gpu.max_threads_per_sm.value;
+  int fit = static_cast<int>(std::floor(tb * std::max(0.0, thread_room)));
+  const double smem = profile_.compute.classes[static_cast<int>(shape.cls)].smem_per_block_KiB.value;
+  if (smem > 0) {
+    const double left =
+        profile_.gpu.smem_per_sm_KiB.value - profile_.contention.comm_cta_smem_KiB.value;
+    fit = std::min(fit, static_cast<int>(std::floor(std::max(0.0, left) / smem)));
+  }
+  return std::clamp(fit, 0, tb);
+}
+
 KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double bytes, int sms,
                                       double hbm_GBps, double inflation) const {
-  if (sms < 1 || !(hbm_GBps > 0)) {
+  return estimate(shape, bytes, SmGrant{sms, 0, 0}, hbm_GBps, inflation);
+}
+
+KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double bytes,
+                                      const SmGrant& grant, double hbm_GBps,
+                                      double inflation) const {
+  const int tb = blocks_per_sm(shape);
+  const int shared_blocks = grant.blocks_per_shared > 0 ? grant.shared * grant.blocks_per_shared : 0;
+  if (grant.full < 0 || grant.shared < 0 || grant.full * tb + shared_blocks < 1 ||
+      !(hbm_GBps > 0)) {
     throw Error(
-        fmt::format("a kernel needs at least one SM and some HBM bandwidth (got {} SMs, "
-                    "{} GB/s)",
-                    sms, hbm_GBps));
+        fmt::format("a kernel needs at least one SM and some HBM bandwidth (got {} SMs of its own, "
+                    "{} shared, {} GB/s)",
+                    grant.full, grant.shared, hbm_GBps));
   }
+  // SMs that hold some of its blocks.
+  const int sms = grant.full + (grant.blocks_per_shared > 0 ? grant.shared : 0);
   const calibrate::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
   const bool tensor =
       shape.cls == traces::ComputeClass::kGemm || shape.cls == traces::ComputeClass::kAttention;
@@ -41,13 +66,12 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
       tensor ? profile_.gpu.bf16_TFLOPS.value : profile_.gpu.fp32_TFLOPS.value;
   const double per_sm_flops_per_us = peak_TFLOPS * 1e6 / sms_ * k.flops_efficiency.value;
   const double hbm_bytes_per_us = hbm_GBps * 1e3 * k.hbm_efficiency.value;
-  const int tb = blocks_per_sm(shape);
   // Without a block count: one full wave on the whole GPU.
   const double mu = shape.blocks > 0 ? shape.blocks : static_cast<double>(sms_) * tb;
   const double flops_per_block = shape.flops / mu;
   const double bytes_per_block = bytes * inflation / mu;
   const double loss = profile_.compute.overlap_loss.value;
-  const double per_wave_blocks = static_cast<double>(sms) * tb;
+  const double per_wave_blocks = static_cast<double>(grant.full) * tb + shared_blocks;
 
   KernelEstimate e;
   auto wave = [&](double blocks) {

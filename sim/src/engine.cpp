@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
@@ -38,18 +37,15 @@ struct Later {
 };
 
 // Something that makes progress: one compute/memcpy op, or one communication instance.
-struct Activity {
+struct Slot {
   double remaining = 0;  // ns of standalone time still to do, as of t_last
-  double rate = 1;       // fraction of standalone speed
+  double rate = 1;       // fraction of standalone speed; 0 until the contention model rates it
   std::int64_t t_last = 0;
   std::uint32_t version = 0;
   std::uint32_t subject = 0;  // OpId, or InstanceId when is_instance
   bool is_instance = false;
-  // Kept to 32 bytes: the slot array is touched on every event. Per-rank speed factors of a
-  // communication instance (contention only) live in Engine::Impl::instance_factors_.
+  // Kept to 32 bytes: the slot array is touched on every event.
 };
-
-constexpr std::uint32_t kNoSlot = 0xffffffffu;
 
 }  // namespace
 
@@ -87,7 +83,7 @@ class Engine::Impl {
     }
     instances_.assign(g_.instance_count(), InstanceState{});
     if (opt_.contention) {
-      active_.resize(w_.rank_count());
+      opt_.contention->bind(w_, g_);
     }
     heap_.reserve(std::min<std::size_t>(w_.streams().size() * 2 + 16, 1 << 24));
 
@@ -96,18 +92,21 @@ class Engine::Impl {
         launch(op);
       }
     }
+    if (opt_.contention) {
+      apply_rates();
+    }
     while (!heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), Later());
-      const Event ev = heap_.back();
-      heap_.pop_back();
-      ++r_.events;
-      Activity& a = slots_[ev.slot];
-      if (a.version != ev.version) {
-        ++r_.stale_events;
+      if (!pop_current()) {
         continue;
       }
-      now_ = ev.time;
-      finish(ev.slot);
+      if (opt_.contention) {
+        // Everything else that ends at this instant ends before the rates are solved again:
+        // rates matter only over intervals, and one solve per instant is cheaper.
+        while (!heap_.empty() && heap_.front().time == now_) {
+          pop_current();
+        }
+        apply_rates();
+      }
     }
     if (finished_ != n) {
       // analyze() proves every valid workload terminates; reaching here is a bug in Lagom.
@@ -119,6 +118,21 @@ class Engine::Impl {
   }
 
  private:
+  // Pops the next event; if it is current, advances the clock and finishes its activity.
+  bool pop_current() {
+    std::pop_heap(heap_.begin(), heap_.end(), Later());
+    const Event ev = heap_.back();
+    heap_.pop_back();
+    ++r_.events;
+    if (slots_[ev.slot].version != ev.version) {
+      ++r_.stale_events;
+      return false;
+    }
+    now_ = ev.time;
+    finish(ev.slot);
+    return true;
+  }
+
   // With no cost model, every op must carry its own duration; say which one does not, up front.
   void check_all_timed() const {
     for (OpId op = 0; op < w_.op_count(); ++op) {
@@ -197,7 +211,7 @@ class Engine::Impl {
   }
 
   void schedule(std::uint32_t slot) {
-    const Activity& a = slots_[slot];
+    const Slot& a = slots_[slot];
     std::int64_t dt = 0;
     if (a.rate == 1.0) {
       dt = static_cast<std::int64_t>(a.remaining);
@@ -215,7 +229,7 @@ class Engine::Impl {
     const InstanceId inst = g_.instance_of(op);
     if (inst == kNoInstance) {
       const std::uint32_t slot = alloc_slot();
-      Activity& a = slots_[slot];
+      Slot& a = slots_[slot];
       const Time t = standalone_time(op);
       r_.ops[op].alone = t;
       a.remaining = static_cast<double>(t.count_ns());
@@ -225,29 +239,22 @@ class Engine::Impl {
       a.is_instance = false;
       r_.ops[op].start = Time::ns(now_);
       note_start(op);
-      if (opt_.contention) {
-        add_active(w_.rank_of(op), op, false, slot);
-        schedule(slot);
-        refresh_rank(w_.rank_of(op));
-      } else {
-        schedule(slot);
-      }
+      begin(slot, Activity{slot, false, op});
       return;
-    }
-    if (opt_.contention) {
-      add_active(w_.rank_of(op), op, true, kNoSlot);
-      refresh_rank(w_.rank_of(op));
     }
     const auto members = g_.members(inst);
     InstanceState& st = instances_[inst];
     st.max_duration_ns = std::max(st.max_duration_ns, w_.duration_ns(op));
     if (++st.arrived < members.size()) {
+      if (opt_.contention) {
+        opt_.contention->waiting(op);
+      }
       return;
     }
     // Everyone is here: the instance starts now. Members' start and alone times are stored when
     // it ends, with their end (same cache line), so starting touches only the members list.
     const std::uint32_t slot = alloc_slot();
-    Activity& a = slots_[slot];
+    Slot& a = slots_[slot];
     const Time t = instance_time(inst);
     st.start_ns = now_;
     st.alone_ns = t.count_ns();
@@ -259,30 +266,32 @@ class Engine::Impl {
     for (OpId m : members) {
       note_start(m);
     }
-    if (opt_.contention) {
-      instance_factors_[inst].assign(members.size(), 1.0);
+    begin(slot, Activity{slot, true, inst});
+  }
+
+  // Without contention an activity runs at its standalone speed from the start; with it, its
+  // rate comes from the model at the end of this instant (apply_rates).
+  void begin(std::uint32_t slot, const Activity& activity) {
+    if (!opt_.contention) {
       schedule(slot);
-      for (OpId m : members) {
-        set_waiting(w_.rank_of(m), m, false, slot);
-        refresh_rank(w_.rank_of(m));
-      }
-    } else {
-      schedule(slot);
+      return;
     }
+    slots_[slot].rate = 0;  // no rate yet
+    opt_.contention->started(activity);
+    unrated_.push_back(slot);
   }
 
   void finish(std::uint32_t slot) {
-    Activity& a = slots_[slot];
+    Slot& a = slots_[slot];
     ++a.version;  // any other queued event for this slot is now stale
     const bool is_instance = a.is_instance;
     const std::uint32_t subject = a.subject;
     free_.push_back(slot);
+    if (opt_.contention) {
+      opt_.contention->finished(Activity{slot, is_instance, subject});
+    }
     if (!is_instance) {
       record_end(subject);
-      if (opt_.contention) {
-        remove_active(w_.rank_of(subject), subject);
-        refresh_rank(w_.rank_of(subject));
-      }
       complete(subject);
       return;
     }
@@ -292,13 +301,6 @@ class Engine::Impl {
       r_.ops[m].start = Time::ns(st.start_ns);
       r_.ops[m].alone = Time::ns(st.alone_ns);
       record_end(m);
-    }
-    if (opt_.contention) {
-      instance_factors_.erase(subject);
-      for (OpId m : members) {
-        remove_active(w_.rank_of(m), m);
-        refresh_rank(w_.rank_of(m));
-      }
     }
     for (OpId m : members) {
       complete(m);
@@ -323,75 +325,45 @@ class Engine::Impl {
 
   // --- Contention (only when a ContentionModel is set) ---------------------------------------
 
-  // Ops present on each rank, with the slot of their activity (kNoSlot while waiting).
-  struct RankActive {
-    std::vector<ActiveOp> ops;
-    std::vector<std::uint32_t> slots;
-  };
-
-  void add_active(Rank r, OpId op, bool waiting, std::uint32_t slot) {
-    active_[r].ops.push_back({op, waiting});
-    active_[r].slots.push_back(slot);
-  }
-
-  void set_waiting(Rank r, OpId op, bool waiting, std::uint32_t slot) {
-    RankActive& ra = active_[r];
-    for (std::size_t i = 0; i < ra.ops.size(); ++i) {
-      if (ra.ops[i].op == op) {
-        ra.ops[i].waiting = waiting;
-        ra.slots[i] = slot;
+  // Takes the model's rates for what started or changed at this instant and reschedules.
+  void apply_rates() {
+    changes_.clear();
+    opt_.contention->rates(changes_);
+    for (const RateChange& c : changes_) {
+      if (c.slot >= slots_.size()) {
+        throw Error(fmt::format("contention model '{}' gave a rate to unknown activity {}",
+                                opt_.contention->name(), c.slot));
+      }
+      if (!(c.rate > 0.0 && c.rate <= 1.0)) {
+        const Slot& a = slots_[c.slot];
+        throw Error(fmt::format(
+            "contention model '{}' gave speed factor {} to {}; factors must be in (0, 1]",
+            opt_.contention->name(), c.rate,
+            w_.describe(a.is_instance ? g_.members(a.subject).front() : a.subject)));
+      }
+      set_rate(c.slot, c.rate);
+    }
+    for (std::uint32_t slot : unrated_) {
+      const Slot& a = slots_[slot];
+      if (a.rate == 0) {
+        throw Error(fmt::format("contention model '{}' gave no rate to {}, which started at {} ns",
+                                opt_.contention->name(),
+                                w_.describe(a.is_instance ? g_.members(a.subject).front()
+                                                          : a.subject),
+                                now_));
       }
     }
-  }
-
-  void remove_active(Rank r, OpId op) {
-    RankActive& ra = active_[r];
-    for (std::size_t i = 0; i < ra.ops.size(); ++i) {
-      if (ra.ops[i].op == op) {
-        ra.ops.erase(ra.ops.begin() + static_cast<std::ptrdiff_t>(i));
-        ra.slots.erase(ra.slots.begin() + static_cast<std::ptrdiff_t>(i));
-        return;
-      }
-    }
-  }
-
-  // Asks the model for new speed factors on rank r and reschedules what changed.
-  void refresh_rank(Rank r) {
-    const RankActive& ra = active_[r];
-    if (ra.ops.empty()) {
-      return;
-    }
-    factors_.assign(ra.ops.size(), 1.0);
-    opt_.contention->speed_factors(w_, r, ra.ops, factors_);
-    for (std::size_t i = 0; i < ra.ops.size(); ++i) {
-      if (ra.ops[i].waiting) {
-        continue;
-      }
-      const double f = factors_[i];
-      const OpId op = ra.ops[i].op;
-      if (!(f > 0.0 && f <= 1.0)) {
-        throw Error(
-            fmt::format("contention model '{}' gave speed factor {} to {}; factors must be "
-                        "in (0, 1]",
-                        opt_.contention->name(), f, w_.describe(op)));
-      }
-      const std::uint32_t slot = ra.slots[i];
-      Activity& a = slots_[slot];
-      double rate = f;
-      if (a.is_instance) {
-        const auto members = g_.members(a.subject);
-        const auto pos = static_cast<std::size_t>(std::find(members.begin(), members.end(), op) -
-                                                  members.begin());
-        std::vector<double>& fs = instance_factors_[a.subject];
-        fs[pos] = f;
-        rate = *std::min_element(fs.begin(), fs.end());
-      }
-      set_rate(slot, rate);
-    }
+    unrated_.clear();
   }
 
   void set_rate(std::uint32_t slot, double rate) {
-    Activity& a = slots_[slot];
+    Slot& a = slots_[slot];
+    if (a.rate == 0) {  // its first rate
+      a.rate = rate;
+      a.t_last = now_;
+      schedule(slot);
+      return;
+    }
     if (rate == a.rate) {
       return;
     }
@@ -414,7 +386,7 @@ class Engine::Impl {
   OpId finished_ = 0;
   Fingerprint fp_;
   std::vector<Event> heap_;
-  std::vector<Activity> slots_;
+  std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;
   // Per op: unfinished predecessors (stream order + deps) in the low bits, and two flags that
   // save the hot path from touching the stream and dependents arrays.
@@ -430,10 +402,9 @@ class Engine::Impl {
   };
   std::vector<InstanceState> instances_;
 
-  // Contention state.
-  std::vector<RankActive> active_;  // per rank
-  std::vector<double> factors_;
-  std::unordered_map<InstanceId, std::vector<double>> instance_factors_;  // running instances
+  // Contention state: activities started at this instant and still without a rate.
+  std::vector<std::uint32_t> unrated_;
+  std::vector<RateChange> changes_;
 };
 
 Engine::Engine(const Workload& w, const ExecutionGraph& graph, SimOptions options)

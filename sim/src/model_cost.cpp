@@ -139,6 +139,11 @@ const topologies::CommunicatorInfo& ModelCost::communicator_info(const traces::W
   return communicator_of(w, op).info;
 }
 
+const CollectiveModel& ModelCost::collective_model(const traces::Workload& w,
+                                                  traces::OpId op) const {
+  return *communicator_of(w, op).model;
+}
+
 CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op) const {
   return estimate(w, op, config_for(w, op));
 }
@@ -175,7 +180,8 @@ Time ModelCost::standalone_time(const traces::Workload& w, const traces::Executi
     }
     case traces::OpKind::kMemcpy:
       return Time::from_us(2.0 * static_cast<double>(w.bytes(op)) /
-                           (profile_.gpu.hbm_GBps.value * 1e3));
+                           (profile_.gpu.hbm_GBps.value *
+                            profile_.contention.hbm_efficiency.value * 1e3));
     default:
       return Time::from_us(estimate(w, op).time_us);
   }

@@ -1,21 +1,43 @@
-// SM, HBM and link contention between overlapping ops on one GPU (see resource_contention.hpp).
+// Flows on links, HBM and SMs, shared by bounded max-min fairness (see resource_contention.hpp).
 #include "lagom/sim/resource_contention.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+
+#include "lagom/common/error.hpp"
 
 namespace lagom::sim {
 
 namespace {
 
-double wire_efficiency(Protocol p) {
-  return p == Protocol::kLL ? 0.5 : p == Protocol::kLL128 ? 120.0 / 128.0 : 1.0;
+// Gives out `capacity` units among claims in order: equal shares, what a claim does not need goes
+// to the others, the indivisible rest to the first claims.
+std::vector<int> water_fill(int capacity, const std::vector<int>& need) {
+  std::vector<int> got(need.size(), 0);
+  int left = capacity;
+  for (;;) {
+    int open = 0;
+    for (std::size_t k = 0; k < need.size(); ++k) {
+      open += got[k] < need[k] ? 1 : 0;
+    }
+    if (open == 0 || left <= 0) {
+      return got;
+    }
+    const int share = left / open;
+    for (std::size_t k = 0; k < need.size() && left > 0; ++k) {
+      if (got[k] < need[k]) {
+        const int give = std::min(std::max(share, 1), need[k] - got[k]);
+        got[k] += give;
+        left -= give;
+      }
+    }
+  }
 }
 
-bool reduces(traces::OpKind k) {
-  return k == traces::OpKind::kAllReduce || k == traces::OpKind::kReduceScatter ||
-         k == traces::OpKind::kReduce;
-}
+constexpr double kGB = 1e3;  // bytes per us in one GB/s
 
 }  // namespace
 
@@ -24,25 +46,51 @@ ResourceContention::ResourceContention(const ModelCost& models) : models_(models
 std::size_t ResourceContention::CommKeyHash::operator()(const CommKey& k) const {
   std::size_t h = std::hash<std::int64_t>()(k.bytes);
   h = h * 31 + std::hash<std::int32_t>()(k.group);
-  h = h * 31 + std::hash<std::int32_t>()(k.peer);
+  h = h * 31 + std::hash<std::int32_t>()(k.from);
+  h = h * 31 + std::hash<std::int32_t>()(k.to);
   h = h * 31 + static_cast<std::size_t>(k.kind);
   return h * 31 + std::hash<const void*>()(k.pin);
 }
 
-const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::Workload& w,
-                                                                  traces::OpId op) {
-  if (by_op_.empty()) {
-    by_op_.assign(w.op_count(), nullptr);
+void ResourceContention::bind(const traces::Workload& w, const traces::ExecutionGraph& g) {
+  if (w_ != nullptr) {
+    throw Error("ResourceContention::bind called twice; create one per simulation");
   }
+  w_ = &w;
+  g_ = &g;
+  const topologies::Cluster& cluster = models_.cluster();
+  const calibrate::HardwareProfile& p = models_.profile();
+  for (std::size_t id = 0; id < cluster.link_count(); ++id) {
+    const topologies::Link l = cluster.link(id);
+    const double cap = l.bandwidth_GBps * link_efficiency(p, l.link_class);
+    if (!(cap > 0) || !std::isfinite(cap)) {
+      throw Error(fmt::format("cluster '{}': link {} -> {} ({}) has no usable bandwidth ({} GB/s)",
+                              cluster.name(), cluster.name_of(l.a), cluster.name_of(l.b),
+                              topologies::to_string(l.link_class), l.bandwidth_GBps));
+    }
+    solver_.add_resource(cap);  // 2 * id: a -> b
+    solver_.add_resource(cap);  // 2 * id + 1: b -> a
+  }
+  hbm_base_ = static_cast<FlowSolver::ResourceId>(solver_.resource_count());
+  const double hbm = p.gpu.hbm_GBps.value * p.contention.hbm_efficiency.value;
+  for (traces::Rank r = 0; r < w.rank_count(); ++r) {
+    solver_.add_resource(hbm);
+  }
+  gpus_.assign(w.rank_count(), Gpu{});
+  by_op_.assign(w.op_count(), nullptr);
+}
+
+const ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   if (const CommInfo* known = by_op_[op]) {
     return *known;
   }
-  // Send/recv without a group are keyed by their two ranks.
-  const bool pair = w.group(op) == traces::kNoGroup;
-  const std::int32_t a = static_cast<std::int32_t>(w.rank_of(op));
-  const CommKey key{w.group(op),
-                    pair ? std::min(a, w.peer(op)) * 65536 + std::max(a, w.peer(op)) : w.peer(op),
-                    w.kind(op) == traces::OpKind::kRecv ? traces::OpKind::kSend : w.kind(op),
+  const traces::Workload& w = *w_;
+  const traces::OpKind kind = w.kind(op);
+  const bool p2p = traces::is_p2p(kind);
+  const auto self = static_cast<std::int32_t>(w.rank_of(op));
+  const std::int32_t from = !p2p ? -1 : kind == traces::OpKind::kSend ? self : w.peer(op);
+  const std::int32_t to = !p2p ? -1 : kind == traces::OpKind::kSend ? w.peer(op) : self;
+  const CommKey key{w.group(op),  from, to, p2p ? traces::OpKind::kSend : kind,
                     w.bytes(op), w.pinned_config(op)};
   if (auto it = comm_.find(key); it != comm_.end()) {
     by_op_[op] = &it->second;
@@ -50,138 +98,304 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(const traces::
   }
   const CommConfig cfg = models_.config_for(w, op);
   const CollectiveEstimate e = models_.estimate(w, op, cfg);
-  const calibrate::HardwareProfile& p = models_.profile();
+  const CollectiveModel& model = models_.collective_model(w, op);
+  const CollKind ck = *coll_kind_of(kind);
   CommInfo c;
   c.nchannels = cfg.nchannels;
-  // Payload per direction through its bottleneck, averaged over its life alone.
-  const double payload = e.bottleneck == "network"
-                             ? e.bottleneck_bytes / std::max(1, models_.cluster().gpus_per_node())
-                             : e.bottleneck_bytes;
-  c.rate_GBps = e.time_us > 0 ? payload / (e.time_us * 1e3) : 0.0;
-  const double touches =
-      reduces(w.kind(op)) ? p.contention.comm_hbm_reduce.value : p.contention.comm_hbm_copy.value;
-  const double in_flight = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
-  c.in_flight_bytes = in_flight;
-  const double l2_bytes = p.gpu.l2_MiB.value * 1024.0 * 1024.0;
-  const double spill = l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 1.0;
-  c.hbm_GBps = touches * c.rate_GBps / wire_efficiency(cfg.proto) *
-               (1.0 + p.contention.l2_spill.value * spill);
-  if (e.bottleneck == "intra" || e.bottleneck == "nvls") {
-    c.link_class = 0;
-    c.link_GBps = e.bottleneck_GBps;
-  } else if (e.bottleneck == "network") {
-    c.link_class = 1;
-    c.link_GBps = e.bottleneck_GBps / std::max(1, models_.cluster().gpus_per_node());
+  c.nthreads = cfg.nthreads;
+  c.in_flight_bytes = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
+  const double S = static_cast<double>(w.bytes(op));
+  if (e.time_us > 0 && S > 0) {
+    std::map<FlowSolver::ResourceId, double> demand;
+    const double per_us = 1.0 / (e.time_us * kGB);  // bytes over the life alone -> GB/s
+    const auto add_footprint = [&](const topologies::Footprint& f, double bytes, double scale) {
+      for (const topologies::LinkLoad& l : f.loads) {
+        demand[static_cast<FlowSolver::ResourceId>(2 * l.link + l.dir)] +=
+            bytes * l.per_byte * scale * per_us;
+      }
+    };
+    const topologies::CommunicatorInfo& info = models_.communicator_info(w, op);
+    // Workload rank -> cluster GPU: the group's GPU at the rank's position (they differ when
+    // data-parallel replicas are folded); the rank itself otherwise.
+    const traces::Group* group =
+        w.group(op) == traces::kNoGroup ? nullptr : &w.groups()[static_cast<std::size_t>(w.group(op))];
+    const auto gpu_of = [&](std::int32_t rank) {
+      if (group == nullptr) {
+        return static_cast<int>(rank);
+      }
+      const auto pos = std::find(group->ranks.begin(), group->ranks.end(),
+                                 static_cast<std::uint32_t>(rank)) -
+                       group->ranks.begin();
+      return static_cast<int>(group->cluster_gpus()[static_cast<std::size_t>(pos)]);
+    };
+    if (ck == CollKind::kSendRecv) {
+      add_footprint(info.traffic->pair(gpu_of(from), gpu_of(to)), S,
+                    1.0 / wire_efficiency(cfg.proto));
+    } else {
+      for (const CollectiveModel::Share& s : model.traffic(ck, w.bytes(op), cfg)) {
+        add_footprint(*s.footprint, s.bytes, s.link_scale);
+      }
+    }
+    // HBM of the simulated members (a folded group's other GPUs run nothing else here).
+    const double hbm = e.gpu_bytes * model.hbm_per_payload_byte(ck, cfg) * per_us;
+    if (hbm > 0) {
+      if (p2p) {
+        demand[hbm_of(static_cast<std::uint32_t>(from))] += hbm;
+        demand[hbm_of(static_cast<std::uint32_t>(to))] += hbm;
+      } else {
+        for (std::uint32_t rank : group->ranks) {
+          demand[hbm_of(rank)] += hbm;
+        }
+      }
+    }
+    for (const auto& [r, d] : demand) {
+      c.uses.push_back(FlowSolver::Use{r, d});
+    }
   }
-  const CommInfo* stored = &comm_.emplace(key, c).first->second;
+  const CommInfo* stored = &comm_.emplace(key, std::move(c)).first->second;
   by_op_[op] = stored;
   return *stored;
 }
 
-int ResourceContention::held_sms(const traces::Workload& w, traces::OpId op) {
-  return traces::is_comm(w.kind(op)) ? comm_info(w, op).nchannels : 0;
+void ResourceContention::mark(traces::Rank rank) {
+  Gpu& gpu = gpus_[rank];
+  if (!gpu.dirty) {
+    gpu.dirty = true;
+    dirty_.push_back(rank);
+  }
 }
 
-void ResourceContention::speed_factors(const traces::Workload& w, traces::Rank,
-                                       std::span<const ActiveOp> active,
-                                       std::span<double> factors) {
+void ResourceContention::waiting(traces::OpId op) {
+  gpus_[w_->rank_of(op)].comms.push_back(op);
+  mark(w_->rank_of(op));
+}
+
+void ResourceContention::started(const Activity& a) {
+  if (a.slot >= running_.size()) {
+    running_.resize(a.slot + 1);
+  }
+  Running& run = running_[a.slot];
+  run = Running{};
+  const traces::Workload& w = *w_;
+  if (a.instance) {
+    const auto members = g_->members(a.subject);
+    // Point-to-point instances are keyed by their sender.
+    traces::OpId key_op = members.front();
+    for (traces::OpId m : members) {
+      key_op = w.kind(m) == traces::OpKind::kSend ? m : key_op;
+    }
+    const CommInfo& c = comm_info(key_op);
+    run.op = key_op;
+    run.flow = solver_.add_flow(c.uses, 1.0);
+    for (traces::OpId m : members) {
+      Gpu& gpu = gpus_[w.rank_of(m)];
+      if (std::find(gpu.comms.begin(), gpu.comms.end(), m) == gpu.comms.end()) {
+        gpu.comms.push_back(m);  // the member whose launch started it never waited
+      }
+      gpu.in_flight_bytes += c.in_flight_bytes;
+      mark(w.rank_of(m));
+    }
+  } else if (w.kind(a.subject) == traces::OpKind::kCompute) {
+    run.op = a.subject;
+    run.kernel = true;
+    run.bound = 0;  // set by regrant() before the solve
+    run.flow = solver_.add_flow({}, 1.0);
+    gpus_[w.rank_of(a.subject)].kernels.push_back(a.slot);
+    mark(w.rank_of(a.subject));
+  } else {
+    // Memcpy: copy engines read and write every byte through HBM.
+    run.op = a.subject;
+    const double t = models_.alone_us(w, a.subject);
+    const double bytes = 2.0 * static_cast<double>(w.bytes(a.subject));
+    scratch_.clear();
+    if (t > 0 && bytes > 0) {
+      scratch_.push_back({hbm_of(w.rank_of(a.subject)), bytes / (t * kGB)});
+    }
+    run.flow = solver_.add_flow(scratch_, 1.0);
+  }
+  if (run.flow >= slot_of_flow_.size()) {
+    slot_of_flow_.resize(run.flow + 1);
+  }
+  slot_of_flow_[run.flow] = a.slot;
+}
+
+void ResourceContention::finished(const Activity& a) {
+  Running& run = running_[a.slot];
+  solver_.remove_flow(run.flow);
+  const traces::Workload& w = *w_;
+  if (a.instance) {
+    const CommInfo& c = comm_info(run.op);
+    for (traces::OpId m : g_->members(a.subject)) {
+      Gpu& gpu = gpus_[w.rank_of(m)];
+      gpu.comms.erase(std::find(gpu.comms.begin(), gpu.comms.end(), m));
+      gpu.in_flight_bytes = gpu.comms.empty() ? 0.0 : gpu.in_flight_bytes - c.in_flight_bytes;
+      mark(w.rank_of(m));
+    }
+  } else if (run.kernel) {
+    Gpu& gpu = gpus_[w.rank_of(run.op)];
+    gpu.kernels.erase(std::find(gpu.kernels.begin(), gpu.kernels.end(), a.slot));
+    mark(w.rank_of(run.op));
+  }
+}
+
+void ResourceContention::regrant(traces::Rank rank) {
+  Gpu& gpu = gpus_[rank];
+  gpu.dirty = false;
+  if (gpu.kernels.empty()) {
+    return;
+  }
+  const traces::Workload& w = *w_;
   const ComputeModel& cm = models_.compute();
   const calibrate::HardwareProfile& p = models_.profile();
   const int sms = cm.sms();
-
-  // SMs: channels of every collective present, running or waiting.
-  int held = 0;
-  int kernels = 0;
-  for (const ActiveOp& a : active) {
-    const traces::OpKind k = w.kind(a.op);
-    if (traces::is_comm(k)) {
-      held += comm_info(w, a.op).nchannels;
-    } else if (k == traces::OpKind::kCompute && !a.waiting) {
-      ++kernels;
+  int ctas = 0;
+  int comm_threads = 0;
+  for (traces::OpId op : gpu.comms) {
+    const CommInfo& c = comm_info(op);
+    ctas += c.nchannels;
+    comm_threads = std::max(comm_threads, c.nthreads);
+  }
+  const int shared = std::min(ctas, sms);
+  const int free = sms - shared;
+  // Kernels in op order, so that the split does not depend on launch bookkeeping.
+  std::sort(gpu.kernels.begin(), gpu.kernels.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return running_[a].op < running_[b].op;
+  });
+  const std::size_t n = gpu.kernels.size();
+  std::vector<traces::ComputeShape> shapes(n);
+  std::vector<int> tb(n);
+  std::vector<double> blocks(n);
+  std::vector<int> need(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const traces::ComputeShape* s = w.compute_shape(running_[gpu.kernels[k]].op);
+    shapes[k] = s ? *s : traces::ComputeShape{};
+    tb[k] = cm.blocks_per_sm(shapes[k]);
+    blocks[k] = shapes[k].blocks > 0 ? shapes[k].blocks : static_cast<double>(sms) * tb[k];
+    need[k] = static_cast<int>(std::min<double>(sms, std::ceil(blocks[k] / tb[k])));
+  }
+  const std::vector<int> full = water_fill(free, need);
+  std::vector<int> beside(n, 0);
+  std::vector<int> need_shared(n, 0);
+  for (std::size_t k = 0; k < n && ctas > 0; ++k) {
+    beside[k] = cm.blocks_beside_comm(shapes[k], comm_threads);
+    const double rest = blocks[k] - static_cast<double>(full[k]) * tb[k];
+    if (beside[k] > 0 && rest > 0) {
+      need_shared[k] = static_cast<int>(std::min<double>(shared, std::ceil(rest / beside[k])));
     }
   }
-  held = std::min(held, sms - 1);
-  // L2: the collectives' chunks in flight (4 per channel: NCCL keeps two chunk slots per send and
-  // receive connection busy) evict kernels' working sets once they fill it.
-  double in_flight = 0;
-  for (const ActiveOp& a : active) {
-    if (!a.waiting && traces::is_comm(w.kind(a.op))) {
-      in_flight += comm_info(w, a.op).in_flight_bytes;
-    }
-  }
+  const std::vector<int> on_shared = water_fill(shared, need_shared);
   const double l2_bytes = p.gpu.l2_MiB.value * 1024.0 * 1024.0;
-  const double inflation = 1.0 + p.contention.l2_pollution.value *
-                                     (l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 0.0);
-  const int per_kernel = kernels > 0 ? std::max(1, (sms - held) / kernels) : sms;
+  const double inflation =
+      1.0 + p.contention.l2_pollution.value *
+                (l2_bytes > 0 ? std::min(1.0, gpu.in_flight_bytes / l2_bytes) : 0.0);
+  for (std::size_t k = 0; k < n; ++k) {
+    Running& run = running_[gpu.kernels[k]];
+    SmGrant grant{full[k], on_shared[k], on_shared[k] > 0 ? beside[k] : 0};
+    if (grant.full * tb[k] + grant.shared * grant.blocks_per_shared < 1) {
+      grant = SmGrant{0, 1, 1};  // one block squeezes in: the step never stalls on SMs
+    }
+    const double bytes = static_cast<double>(w.bytes(run.op));
+    double bound = 1;
+    double demand = 0;
+    if (w.compute_shape(run.op) == nullptr && bytes == 0) {
+      // Known only by its duration: it slows with the block slots it loses.
+      const double slots = grant.full * tb[k] + grant.shared * grant.blocks_per_shared;
+      bound = slots / (static_cast<double>(sms) * tb[k]);
+    } else {
+      const double alone = cm.alone(shapes[k], bytes).time_us;
+      const double now = cm.estimate(shapes[k], bytes, grant, cm.hbm_GBps(), inflation).time_us;
+      bound = now > 0 ? alone / now : 1.0;
+      const double t = models_.alone_us(w, run.op);
+      demand = t > 0 ? bytes * inflation / (t * kGB) : 0.0;
+    }
+    bound = std::clamp(bound, 1e-9, 1.0);
+    run.grant = grant;
+    if (bound != run.bound || demand != run.hbm_demand) {
+      run.bound = bound;
+      run.hbm_demand = demand;
+      scratch_.clear();
+      if (demand > 0) {
+        scratch_.push_back({hbm_of(rank), demand});
+      }
+      solver_.update_flow(run.flow, scratch_, bound);
+    }
+  }
+}
 
-  // HBM: what every running op would draw alone.
-  demand_.assign(active.size(), 0.0);
-  double total = 0;
-  for (std::size_t i = 0; i < active.size(); ++i) {
-    if (active[i].waiting) {
+void ResourceContention::rates(std::vector<RateChange>& out) {
+  for (traces::Rank r : dirty_) {
+    regrant(r);
+  }
+  dirty_.clear();
+  changed_.clear();
+  solver_.solve(changed_);
+  for (FlowSolver::FlowId f : changed_) {
+    out.push_back(RateChange{slot_of_flow_[f], std::min(1.0, solver_.rate(f))});
+  }
+}
+
+int ResourceContention::held_ctas(traces::Rank rank) const {
+  int ctas = 0;
+  for (traces::OpId op : gpus_.at(rank).comms) {
+    ctas += by_op_[op] != nullptr ? by_op_[op]->nchannels : 0;
+  }
+  return ctas;
+}
+
+SmGrant ResourceContention::grant_of(traces::OpId op) const {
+  for (std::uint32_t slot : gpus_.at(w_->rank_of(op)).kernels) {
+    if (running_[slot].op == op) {
+      return running_[slot].grant;
+    }
+  }
+  throw Error(fmt::format("{} is not running", w_->describe(op)));
+}
+
+std::string ResourceContention::resource_name(FlowSolver::ResourceId r) const {
+  if (r >= hbm_base_) {
+    return fmt::format("rank {} HBM", r - hbm_base_);
+  }
+  const topologies::Cluster& c = models_.cluster();
+  const topologies::Link l = c.link(r / 2);
+  const bool forward = r % 2 == 0;
+  return fmt::format("{} -> {} ({})", c.name_of(forward ? l.a : l.b), c.name_of(forward ? l.b : l.a),
+                     topologies::to_string(l.link_class));
+}
+
+std::string ResourceContention::check_invariants() const {
+  for (FlowSolver::ResourceId r = 0; r < solver_.resource_count(); ++r) {
+    const double used = solver_.usage(r);
+    if (used > solver_.capacity(r) * (1 + 1e-6)) {
+      return fmt::format("{} carries {:.6g} GB/s, above its capacity {:.6g} GB/s", resource_name(r),
+                         used, solver_.capacity(r));
+    }
+  }
+  for (std::size_t slot = 0; slot < running_.size(); ++slot) {
+    const Running& run = running_[slot];
+    if (!solver_.alive(run.flow) || slot_of_flow_[run.flow] != slot) {
       continue;
     }
-    const traces::OpId op = active[i].op;
-    const traces::OpKind k = w.kind(op);
-    if (k == traces::OpKind::kCompute || k == traces::OpKind::kMemcpy) {
-      const double bytes =
-          static_cast<double>(w.bytes(op)) * (k == traces::OpKind::kMemcpy ? 2 : 1);
-      if (bytes > 0) {
-        demand_[i] = bytes / (std::max(1e-3, models_.alone_us(w, op)) * 1e3);
-      }
-    } else {
-      demand_[i] = comm_info(w, op).hbm_GBps;
-    }
-    total += demand_[i];
-  }
-  const double capacity = cm.hbm_GBps() * p.contention.hbm_efficiency.value;
-  const double share = total > capacity ? capacity / total : 1.0;
-
-  // Links: running collectives per link class, in proportion to their rates.
-  double link_demand[2] = {0, 0};
-  double link_capacity[2] = {0, 0};
-  for (const ActiveOp& a : active) {
-    if (!a.waiting && traces::is_comm(w.kind(a.op))) {
-      const CommInfo& c = comm_info(w, a.op);
-      if (c.link_class >= 0) {
-        link_demand[c.link_class] += c.rate_GBps;
-        link_capacity[c.link_class] = std::max(link_capacity[c.link_class], c.link_GBps);
-      }
+    const double rate = solver_.rate(run.flow);
+    if (rate > solver_.bound(run.flow) * (1 + 1e-9) || solver_.bound(run.flow) > 1.0) {
+      return fmt::format("{} runs at {} of its speed alone, above its bound {}",
+                         w_->describe(run.op), rate, solver_.bound(run.flow));
     }
   }
-
-  for (std::size_t i = 0; i < active.size(); ++i) {
-    factors[i] = 1.0;
-    if (active[i].waiting) {
-      continue;
+  const int sms = models_.compute().sms();
+  for (traces::Rank r = 0; r < gpus_.size(); ++r) {
+    const int shared = std::min(held_ctas(r), sms);
+    int full = 0;
+    int on_shared = 0;
+    for (std::uint32_t slot : gpus_[r].kernels) {
+      full += running_[slot].grant.full;
+      on_shared += running_[slot].grant.shared;
     }
-    const traces::OpId op = active[i].op;
-    const traces::OpKind k = w.kind(op);
-    if (k == traces::OpKind::kCompute) {
-      const traces::ComputeShape* shape = w.compute_shape(op);
-      if (shape == nullptr && w.bytes(op) == 0) {
-        // Known only by its duration: it slows with the SMs it loses.
-        factors[i] = static_cast<double>(per_kernel) / sms;
-        continue;
-      }
-      const traces::ComputeShape s = shape ? *shape : traces::ComputeShape{};
-      const double bytes = static_cast<double>(w.bytes(op));
-      const double alone = cm.alone(s, bytes).time_us;
-      const double now =
-          cm.estimate(s, bytes, per_kernel, cm.hbm_GBps() * share, inflation).time_us;
-      factors[i] = std::clamp(alone / now, 1e-6, 1.0);
-    } else if (k == traces::OpKind::kMemcpy) {
-      factors[i] = share;
-    } else {
-      const CommInfo& c = comm_info(w, op);
-      double f = share;
-      if (c.link_class >= 0 && link_demand[c.link_class] > link_capacity[c.link_class] &&
-          link_demand[c.link_class] > 0) {
-        f = std::min(f, link_capacity[c.link_class] / link_demand[c.link_class]);
-      }
-      factors[i] = std::clamp(f, 1e-6, 1.0);
+    if (full > sms - shared || (shared > 0 && on_shared > shared)) {
+      return fmt::format("rank {}: kernels hold {} free and {} shared SMs of {} ({} hold NCCL CTAs)",
+                         r, full, on_shared, sms, shared);
     }
   }
+  return "";
 }
 
 }  // namespace lagom::sim

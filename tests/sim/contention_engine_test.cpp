@@ -86,15 +86,27 @@ TEST(FluidEngine, WaitingCommunicationIsPresentButDoesNotRun) {
   EXPECT_EQ(s.end_ns("ar0"), us(60));
 }
 
+// Gives every activity that starts the rate 0 (or, with `silent`, no rate at all).
 class Broken final : public ContentionModel {
  public:
+  explicit Broken(bool silent = false) : silent_(silent) {}
   std::string_view name() const override { return "broken"; }
-  void speed_factors(const traces::Workload&, traces::Rank, std::span<const ActiveOp>,
-                     std::span<double> factors) override {
-    for (double& f : factors) {
-      f = 0.0;
+  void bind(const traces::Workload&, const traces::ExecutionGraph&) override {}
+  void waiting(traces::OpId) override {}
+  void started(const Activity& a) override { started_.push_back(a.slot); }
+  void finished(const Activity&) override {}
+  void rates(std::vector<RateChange>& out) override {
+    for (std::uint32_t slot : started_) {
+      if (!silent_) {
+        out.push_back({slot, 0.0});
+      }
     }
+    started_.clear();
   }
+
+ private:
+  bool silent_;
+  std::vector<std::uint32_t> started_;
 };
 
 TEST(FluidEngine, RejectsAModelThatStopsOps) {
@@ -105,6 +117,17 @@ TEST(FluidEngine, RejectsAModelThatStopsOps) {
              SimOptions{nullptr, &model});
   });
   EXPECT_NE(msg.find("broken"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
+}
+
+TEST(FluidEngine, RejectsAModelThatForgetsAnOp) {
+  Broken model(true);
+  const std::string msg = test::error_of([&] {
+    simulate(workload(R"([{"rank": 0, "streams": [{"stream": "a", "ops": [
+        {"id": "x", "kind": "compute", "duration_us": 1}]}]}])"),
+             SimOptions{nullptr, &model});
+  });
+  EXPECT_NE(msg.find("gave no rate"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
 }
 

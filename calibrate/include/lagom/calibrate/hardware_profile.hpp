@@ -79,6 +79,8 @@ struct ComputeClassParams {
                               // and attention, fp32 otherwise)
   Measured hbm_efficiency;    // achieved fraction of HBM bandwidth when memory-bound
   Measured blocks_per_sm;     // default occupancy when the op does not say
+  Measured smem_per_block_KiB;  // shared memory one block of the class takes: whether its blocks
+                                // still fit an SM that runs an NCCL CTA (sim/compute_model.hpp)
 };
 
 struct ComputeParams {
@@ -98,6 +100,8 @@ struct ContentionParams {
                              // in-flight chunks (4 * channels * chunk) exceed L2
   Measured l2_pollution;     // extra HBM traffic of a kernel, as a fraction, once collectives'
                              // in-flight chunks fill L2 (they evict its working set)
+  Measured comm_cta_smem_KiB;  // shared memory of one NCCL CTA (channel), which kernels' blocks
+                               // on the same SM cannot use
 };
 
 struct HardwareProfile {

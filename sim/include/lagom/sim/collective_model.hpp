@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lagom/calibrate/hardware_profile.hpp"
 #include "lagom/sim/comm_config.hpp"
@@ -56,7 +57,9 @@ struct CollectiveEstimate {
   std::int64_t sync_steps = 0;
   double bottleneck_bytes = 0;  // V of the limiting resource
   double bottleneck_GBps = 0;   // its effective capacity (after w(proto))
-  std::string bottleneck;       // e.g. "nvlink", "network", "channels (nvlink LL128)"
+  std::string bottleneck;       // "nvlink", "pcie", "cpu-interconnect", "network", "nvls",
+                                // "channels", "hbm" or "none"
+  double gpu_bytes = 0;         // payload through each GPU's channels (what its HBM serves)
 };
 
 class CollectiveModel {
@@ -71,10 +74,36 @@ class CollectiveModel {
 
   const topologies::CommunicatorInfo& communicator() const { return comm_; }
 
+  // Where a collective's bytes go, for the contention model: each footprint with the bytes of
+  // its unit and the link bytes per payload byte (1 / w(proto); NVLS pays the NVLink ports
+  // efficiency / nvls_efficiency). Point-to-point kinds (AllToAll aside) return nothing: the
+  // caller knows the direction (CommunicatorTraffic::pair).
+  struct Share {
+    const topologies::Footprint* footprint = nullptr;
+    double bytes = 0;
+    double link_scale = 1;
+  };
+  std::vector<Share> traffic(CollKind kind, std::int64_t bytes, const CommConfig& config) const;
+
+  // HBM bytes per payload byte on each GPU: comm_hbm_reduce (reducing kinds) or comm_hbm_copy
+  // touches, over the protocol's wire efficiency, plus the L2 spill once its in-flight chunks
+  // (4 * nc * C) exceed L2 (contention section of the profile; docs/models.md §6).
+  double hbm_per_payload_byte(CollKind kind, const CommConfig& config) const;
+
  private:
+  CollectiveEstimate plan(CollKind kind, std::int64_t bytes, const CommConfig& config,
+                          std::vector<Share>* shares) const;
+
   const calibrate::HardwareProfile& profile_;
   topologies::CommunicatorInfo comm_;
 };
+
+// Payload per wire byte (reference/nccl.md §1.5): LL 1/2, LL128 120/128, Simple 1.
+double wire_efficiency(Protocol p);
+
+// The profile's achievable fraction of a link class's raw bandwidth (the CPU interconnect takes
+// PCIe's).
+double link_efficiency(const calibrate::HardwareProfile& profile, topologies::LinkClass cls);
 
 // nccl-tests' busbw factor (reference/nccl.md §4.3): AllReduce 2(n-1)/n; AllGather,
 // ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1.

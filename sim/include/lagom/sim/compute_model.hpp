@@ -19,6 +19,15 @@
 //
 //   time = launch + sum over waves of f       (the last wave may be partial)
 //
+// Beside NCCL's kernels a kernel gets fewer SMs: `full` SMs of its own and `shared` SMs that also
+// run an NCCL CTA (one per channel, resident for the collective's life). On a shared SM only the
+// blocks that fit next to the CTA run: floor(TB * (1 - nt / max_threads_per_sm)) by threads, and
+// by shared memory (smem_per_sm - NCCL's CTA) / the class's smem_per_block (the occupancy
+// calculator's two limits; registers are not modelled). GEMM and attention tiles need more
+// shared memory than an NCCL CTA leaves on A40, A100 and H100, so each channel costs them a whole
+// SM (the Lagom paper's lambda - NC); streaming kernels keep part of it. A wave then holds
+// full * TB + shared * TB_shared blocks.
+//
 // F: the kernel's FLOPs; D: its HBM bytes; peak: the GPU's BF16 tensor peak for GEMM and
 // attention, FP32 otherwise; B: the HBM bandwidth the kernel gets; eff_*: the class's
 // efficiencies in the profile. Without a block count the kernel is one full wave (pure roofline).
@@ -38,6 +47,13 @@ struct KernelEstimate {
   double hbm_GBps = 0;    // the HBM bandwidth it draws on average (bytes / time)
 };
 
+// The SMs a kernel runs on (see above).
+struct SmGrant {
+  int full = 0;               // SMs of its own
+  int shared = 0;             // SMs that also hold an NCCL CTA
+  int blocks_per_shared = 0;  // its blocks that fit on one of those
+};
+
 class ComputeModel {
  public:
   explicit ComputeModel(const calibrate::HardwareProfile& profile);
@@ -45,6 +61,11 @@ class ComputeModel {
   // `bytes` is the kernel's HBM traffic; `sms` and `hbm_GBps` what it gets (>= 1 SM, > 0).
   KernelEstimate estimate(const traces::ComputeShape& shape, double bytes, int sms, double hbm_GBps,
                           double inflation = 1.0) const;
+  // On the SMs of `grant` (at least one block must fit).
+  KernelEstimate estimate(const traces::ComputeShape& shape, double bytes, const SmGrant& grant,
+                          double hbm_GBps, double inflation = 1.0) const;
+  // Blocks of `shape` that fit on an SM beside one NCCL CTA of `comm_threads` threads.
+  int blocks_beside_comm(const traces::ComputeShape& shape, int comm_threads) const;
   // With the whole GPU.
   KernelEstimate alone(const traces::ComputeShape& shape, double bytes) const;
 

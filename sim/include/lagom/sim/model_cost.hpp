@@ -4,7 +4,8 @@
 //    pinned config (format field "config") or, for what is not pinned, NCCL 2.28's own choice
 //    for that communicator and size (nccl_tuning.hpp). A pinned config NCCL would refuse is an
 //    error naming the op and the rule.
-//  * Memcpy: a device-to-device copy reads and writes every byte: 2 * bytes / HBM bandwidth.
+//  * Memcpy: a device-to-device copy reads and writes every byte at the HBM bandwidth that
+//    concurrent streams sustain: 2 * bytes / (HBM peak * contention.hbm_efficiency).
 //  * Compute: the compute model (compute_model.hpp) from the op's shape ("flops", "blocks",
 //    "blocks_per_sm", "class") and "bytes"; an op with neither is an error naming it.
 // Workload rank r runs on cluster GPU r (node r / gpus_per_node).
@@ -68,6 +69,8 @@ class ModelCost final : public CostModel {
   const NcclTables& nccl_tables(const traces::Workload& w, traces::OpId op) const;
   const topologies::CommunicatorInfo& communicator_info(const traces::Workload& w,
                                                         traces::OpId op) const;
+  // The collective model of the communicator a communication op runs on.
+  const CollectiveModel& collective_model(const traces::Workload& w, traces::OpId op) const;
 
   const ComputeModel& compute() const { return compute_; }
   const calibrate::HardwareProfile& profile() const { return profile_; }

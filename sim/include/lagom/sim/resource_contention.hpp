@@ -1,67 +1,95 @@
-// Lagom's contention model: what overlapping compute kernels and NCCL collectives do to each
-// other on one GPU (reference/lagom-paper.md §3.3; docs/models.md §5 has the derivation).
+// Lagom's contention model: every running op is a flow over the physical resources it uses, and
+// their rates are the bounded max-min fair share of those resources (flow_solver.hpp),
+// re-solved whenever something starts or ends. docs/models.md §6 has the derivation.
 //
-//  * SMs. Every collective present on the GPU, running or still waiting for its peers, holds
-//    one SM per channel (one CTA per channel, resident for the kernel's life). Compute kernels
-//    running at the same time split the remaining SMs evenly, and each runs in
-//    ceil(blocks / (SMs_left * blocks_per_SM)) waves (Lagom eq. 5).
-//  * HBM bandwidth. Each op draws the bandwidth it would use alone: a kernel bytes / time, a
-//    memcpy 2 * bytes / time, a collective k * R / w * (1 + l2_spill * min(1, 4 * nc * C / L2))
-//    with R its payload rate per direction, k HBM touches per payload byte (3 reducing, 2
-//    copying), w the protocol's wire efficiency, and the last factor the extra DRAM traffic once
-//    its in-flight chunks no longer fit L2 (so larger channels x chunk contend more, Lagom §3.2).
-//    When the draws exceed the sustained bandwidth (HBM peak * hbm_efficiency) every op gets the
-//    same fraction of what it asks for: kernels' memory phases stretch (Lagom eq. 6, generalised
-//    to both directions), collectives slow by that fraction.
-//  * L2. While collectives' in-flight chunks (4 * channels * chunk) fill the L2, they evict the
-//    kernels' working sets: a kernel's HBM traffic grows by l2_pollution * min(1, in-flight / L2).
-//  * Links. Collectives on this GPU whose bottleneck is the same link class share it in
-//    proportion to their rates (max-min fair when they ask alike).
+// Resources, each with a capacity:
+//  * every direction of every link of the hardware graph (NVLink ports, NVSwitch, PCIe links and
+//    switch uplinks, the CPU interconnect, NIC links, leaf-spine links): its bandwidth times the
+//    profile's efficiency for its class, so that a collective alone gets exactly what the
+//    collective model gives it;
+//  * every GPU's HBM: peak * contention.hbm_efficiency.
+// SMs are allocated per GPU before the flows are solved (below).
 //
-// A kernel's speed factor is its time alone over its time with the SMs and bandwidth it now gets
-// (compute model, compute_model.hpp); a kernel known only by its duration slows with the SMs it
-// loses. Factors are re-evaluated whenever the ops on the GPU change, so a kernel running when
-// a collective launches continues at its new rate (the engine's fluid core).
+// Flows. A flow's rate p is its speed relative to running alone, in (0, b]; at rate p it uses
+// p times its demand on each resource (its average draw alone):
+//  * a communication instance: the bytes its algorithm moves over each link, from the
+//    communicator's footprints (topologies/traffic.hpp: ring neighbours per channel, the tree's
+//    chain and NICs, NVLS ports, all-to-all pairs, a send's path) divided by its time alone, and
+//    on each member GPU's HBM its payload times the HBM touches per byte
+//    (CollectiveModel::hbm_per_payload_byte); bound 1. Members of a collective move in lock step,
+//    so the instance is one flow, and a late peer only delays its start;
+//  * a compute kernel: its HBM bytes (times L2 pollution, below) over its time alone; its bound
+//    is its time alone over its time on the SMs it has been granted (< 1 when NCCL's CTAs hold
+//    SMs, a whole extra wave when the blocks no longer fit);
+//  * a memcpy: 2 * bytes over its time alone on HBM; bound 1 (copy engines, no SMs).
+// At a full resource every flow through it gets the same fraction of its demand (equal weights,
+// so max-min fairness of the rates p): both a GEMM beside an HBM-bound all-reduce and the
+// all-reduce slow down, and two rings through one PCIe switch split it. Where a flow is limited
+// elsewhere, what it leaves goes to the others (progressive filling).
 //
-// Limits: sharing is per GPU: a NIC or PCIe switch shared by several GPUs of a node is not
-// contended across GPUs here; L2 capacity effects other than the spill term and power/clock
-// effects are not modelled. Coefficients are profile priors until calibrated on hardware.
+// SMs, per GPU, whenever its ops change: every communication op on it, running or still waiting
+// for its peers, holds one CTA per channel, resident on its own SM (min(CTAs, SMs) SMs shared).
+// Kernels split the free SMs and then the shared ones by water-filling on what one wave of each
+// needs (ceil(blocks / blocks_per_sm)); on a shared SM a kernel runs only the blocks that fit
+// beside the CTA (ComputeModel::blocks_beside_comm: threads and shared memory). A kernel always
+// gets at least one block slot, so a step never stalls on SMs.
+//
+// L2: while collectives run on a GPU, their in-flight chunks (4 * channels * chunk) evict the
+// kernels' working sets: a kernel's HBM traffic grows by l2_pollution * min(1, in-flight / L2).
+//
+// Limits: clocks and power are not modelled; a ring's channels are averaged into one flow (NCCL
+// rotates them); all coefficients but the links' bandwidths are profile priors until calibrated.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "lagom/sim/compute_model.hpp"
 #include "lagom/sim/contention.hpp"
+#include "lagom/sim/flow_solver.hpp"
 #include "lagom/sim/model_cost.hpp"
 
 namespace lagom::sim {
 
 class ResourceContention final : public ContentionModel {
  public:
-  // `models` must outlive this object; one instance per simulation (it caches per-op data).
+  // `models` must outlive this object; one instance per simulation.
   explicit ResourceContention(const ModelCost& models);
 
-  std::string_view name() const override { return "lagom (SMs, HBM, links)"; }
-  void speed_factors(const traces::Workload& w, traces::Rank rank, std::span<const ActiveOp> active,
-                     std::span<double> factors) override;
+  std::string_view name() const override { return "lagom (links, HBM, SMs; max-min fair)"; }
+  void bind(const traces::Workload& w, const traces::ExecutionGraph& g) override;
+  void waiting(traces::OpId op) override;
+  void started(const Activity& a) override;
+  void finished(const Activity& a) override;
+  void rates(std::vector<RateChange>& changed) override;
 
-  // SMs a communication op holds (its channels); 0 for other ops.
-  int held_sms(const traces::Workload& w, traces::OpId op);
+  // --- For tests and reports -------------------------------------------------------------------
+  const FlowSolver& solver() const { return solver_; }
+  // "node0/gpu3 -> node0/nvswitch0 (nvlink)", "rank 3 HBM".
+  std::string resource_name(FlowSolver::ResourceId r) const;
+  // NCCL CTAs (channels) on `rank` now, running or waiting.
+  int held_ctas(traces::Rank rank) const;
+  // The SMs running kernel `op` (a compute op now running) was granted at the last solve.
+  SmGrant grant_of(traces::OpId op) const;
+  // Describes the first broken conservation law as of the last rates() (a resource above its
+  // capacity, a flow above its bound or above 1, a GPU with more SMs given out than it has), or
+  // returns "" when there is none.
+  std::string check_invariants() const;
 
  private:
   struct CommInfo {
     int nchannels = 0;
-    double rate_GBps = 0;        // payload per direction on its bottleneck, alone
-    double hbm_GBps = 0;         // HBM it draws, alone
-    double link_GBps = 0;        // capacity of its bottleneck link, if link-bound
-    int link_class = -1;         // 0 intra-node, 1 network, -1 not link-bound
-    double in_flight_bytes = 0;  // 4 * channels * chunk
+    int nthreads = 0;
+    double in_flight_bytes = 0;             // 4 * channels * chunk
+    std::vector<FlowSolver::Use> uses;      // at rate 1
   };
-  const CommInfo& comm_info(const traces::Workload& w, traces::OpId op);
-
-  // Ops of the same communicator, kind, size and pinned config behave alike: one entry each.
+  // Ops of the same communicator, kind, size, pinned config and direction behave alike.
   struct CommKey {
     traces::GroupId group;
-    std::int32_t peer;
+    std::int32_t from;  // p2p: sender and receiver ranks; -1 otherwise
+    std::int32_t to;
     traces::OpKind kind;
     std::int64_t bytes;
     const traces::PinnedConfig* pin;
@@ -70,11 +98,39 @@ class ResourceContention final : public ContentionModel {
   struct CommKeyHash {
     std::size_t operator()(const CommKey& k) const;
   };
+  struct Gpu {
+    std::vector<traces::OpId> comms;     // communication ops on it (waiting or running)
+    std::vector<std::uint32_t> kernels;  // slots of running compute ops
+    double in_flight_bytes = 0;          // of the running collectives
+    bool dirty = false;
+  };
+  struct Running {
+    FlowSolver::FlowId flow = 0;
+    bool kernel = false;
+    traces::OpId op = 0;  // compute or memcpy op; first member for an instance
+    SmGrant grant;
+    double bound = 1;
+    double hbm_demand = 0;
+  };
+
+  const CommInfo& comm_info(traces::OpId op);
+  void mark(traces::Rank rank);
+  void regrant(traces::Rank rank);
+  FlowSolver::ResourceId hbm_of(std::uint32_t gpu) const { return hbm_base_ + gpu; }
 
   const ModelCost& models_;
+  const traces::Workload* w_ = nullptr;
+  const traces::ExecutionGraph* g_ = nullptr;
+  FlowSolver solver_;
+  FlowSolver::ResourceId hbm_base_ = 0;
   std::vector<const CommInfo*> by_op_;  // indexed by OpId, filled on first use
   std::unordered_map<CommKey, CommInfo, CommKeyHash> comm_;
-  std::vector<double> demand_;
+  std::vector<Gpu> gpus_;  // by workload rank
+  std::vector<traces::Rank> dirty_;
+  std::vector<Running> running_;                 // by engine slot
+  std::vector<std::uint32_t> slot_of_flow_;      // by flow id
+  std::vector<FlowSolver::FlowId> changed_;
+  std::vector<FlowSolver::Use> scratch_;
 };
 
 }  // namespace lagom::sim
