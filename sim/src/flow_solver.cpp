@@ -16,8 +16,11 @@ namespace {
 constexpr double kOverTolerance = 1e-9;  // relative: demand at bounds this far above capacity
 constexpr double kLevelTolerance = 1e-12;
 
-void check_number(double v, const char* what, bool positive) {
-  if (!std::isfinite(v) || v < 0 || (positive && v == 0)) {
+inline void check_number(double v, const char* what, bool positive) {
+  if (v >= 0 && v < std::numeric_limits<double>::infinity() && !(positive && v == 0)) {
+    return;
+  }
+  {
     throw Error(fmt::format("flow solver: {} must be {} and finite, got {}", what,
                             positive ? "> 0" : ">= 0", v));
   }
@@ -36,6 +39,16 @@ bool FlowSolver::is_over(const Resource& r) const {
   return r.at_bounds > r.capacity * (1.0 + kOverTolerance);
 }
 
+// A resource whose demand at bounds changed needs the next solve's attention only if it could
+// bind: it did at the last solve, or does now. One that fits before and after binds nobody.
+void FlowSolver::note(ResourceId id) {
+  Resource& r = resources_[id];
+  if (!r.dirty && (r.over || is_over(r))) {
+    r.dirty = true;
+    dirty_.push_back(id);
+  }
+}
+
 void FlowSolver::touch(FlowId f) {
   Flow& fl = flows_[f];
   if (!fl.touched) {
@@ -48,7 +61,9 @@ void FlowSolver::attach(FlowId f, std::span<const Use> uses) {
   Flow& fl = flows_[f];
   fl.uses.clear();
   for (const Use& u : uses) {
-    check_number(u.demand, "a flow's demand", false);
+    if (!(u.demand >= 0 && u.demand < std::numeric_limits<double>::infinity())) {
+      check_number(u.demand, "a flow's demand", false);
+    }
     if (u.resource >= resources_.size()) {
       throw Error(fmt::format("flow solver: resource {} does not exist ({} resources)", u.resource,
                               resources_.size()));
@@ -57,24 +72,24 @@ void FlowSolver::attach(FlowId f, std::span<const Use> uses) {
       continue;
     }
     // Merge repeated resources: one entry per resource keeps the resource's user list short.
-    auto same = std::find_if(fl.uses.begin(), fl.uses.end(),
-                             [&](const Entry& e) { return e.resource == u.resource; });
-    if (same != fl.uses.end()) {
-      same->demand += u.demand;
+    // A resource's `slot` remembers where this flow's entry for it is, stamped by `merge_`.
+    Resource& r = resources_[u.resource];
+    if (r.merge == merge_stamp_ + 1) {
+      fl.uses[r.slot].demand += u.demand;
       continue;
     }
+    r.merge = merge_stamp_ + 1;
+    r.slot = static_cast<std::uint32_t>(fl.uses.size());
     fl.uses.push_back(Entry{u.resource, u.demand, 0});
   }
+  ++merge_stamp_;
   for (std::uint32_t i = 0; i < fl.uses.size(); ++i) {
     Entry& e = fl.uses[i];
     Resource& r = resources_[e.resource];
     e.pos = static_cast<std::uint32_t>(r.users.size());
     r.users.push_back(User{f, i});
     r.at_bounds += e.demand * fl.bound;
-    if (!r.dirty) {
-      r.dirty = true;
-      dirty_.push_back(e.resource);
-    }
+    note(e.resource);
   }
 }
 
@@ -88,10 +103,7 @@ void FlowSolver::detach(FlowId f) {
     flows_[moved.flow].uses[moved.entry].pos = e.pos;
     r.users.pop_back();
     r.at_bounds = r.users.empty() ? 0.0 : r.at_bounds - e.demand * fl.bound;
-    if (!r.dirty) {
-      r.dirty = true;
-      dirty_.push_back(e.resource);
-    }
+    note(e.resource);
   }
   fl.uses.clear();
 }
@@ -137,12 +149,15 @@ void FlowSolver::set_bound(FlowId f, double bound) {
   for (const Entry& e : fl.uses) {
     Resource& r = resources_[e.resource];
     r.at_bounds += e.demand * (bound - fl.bound);
-    if (!r.dirty) {
-      r.dirty = true;
-      dirty_.push_back(e.resource);
-    }
+    note(e.resource);
   }
   fl.bound = bound;
+  touch(f);
+}
+
+void FlowSolver::renew(FlowId f, double bound) {
+  set_bound(f, bound);
+  flows_[f].fresh = true;
   touch(f);
 }
 
@@ -220,12 +235,20 @@ void FlowSolver::solve(std::vector<FlowId>& changed) {
     }
   }
   std::sort(comp_.begin(), comp_.end());
-  std::sort(comp_resources_.begin(), comp_resources_.end());
   old_rate_.resize(comp_.size());
   for (std::size_t i = 0; i < comp_.size(); ++i) {
     old_rate_[i] = flows_[comp_[i]].rate;
   }
-  fill(comp_, comp_resources_);
+  if (comp_resources_.empty()) {
+    // Nothing binds: every flow runs at its bound.
+    for (FlowId f : comp_) {
+      flows_[f].rate = flows_[f].bound;
+    }
+    ++epoch_;  // as fill() does
+  } else {
+    std::sort(comp_resources_.begin(), comp_resources_.end());
+    fill(comp_, comp_resources_);
+  }
   flows_solved_ += comp_.size();
   for (std::size_t i = 0; i < comp_.size(); ++i) {
     Flow& fl = flows_[comp_[i]];

@@ -15,16 +15,20 @@ namespace {
 
 // Gives out `capacity` units among claims in order: equal shares, what a claim does not need goes
 // to the others, the indivisible rest to the first claims.
-std::vector<int> water_fill(int capacity, const std::vector<int>& need) {
-  std::vector<int> got(need.size(), 0);
+void water_fill(int capacity, const std::vector<int>& need, std::vector<int>& got) {
+  got.assign(need.size(), 0);
   int left = capacity;
+  if (need.size() == 1) {
+    got[0] = std::min(need[0], std::max(left, 0));
+    return;
+  }
   for (;;) {
     int open = 0;
     for (std::size_t k = 0; k < need.size(); ++k) {
       open += got[k] < need[k] ? 1 : 0;
     }
     if (open == 0 || left <= 0) {
-      return got;
+      return;
     }
     const int share = left / open;
     for (std::size_t k = 0; k < need.size() && left > 0; ++k) {
@@ -38,6 +42,7 @@ std::vector<int> water_fill(int capacity, const std::vector<int>& need) {
 }
 
 constexpr double kGB = 1e3;  // bytes per us in one GB/s
+constexpr FlowSolver::FlowId kNoFlow = 0xffffffffu;
 
 }  // namespace
 
@@ -80,8 +85,8 @@ void ResourceContention::bind(const traces::Workload& w, const traces::Execution
   by_op_.assign(w.op_count(), nullptr);
 }
 
-const ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
-  if (const CommInfo* known = by_op_[op]) {
+ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
+  if (CommInfo* known = by_op_[op]) {
     return *known;
   }
   const traces::Workload& w = *w_;
@@ -92,8 +97,15 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId o
   const std::int32_t to = !p2p ? -1 : kind == traces::OpKind::kSend ? w.peer(op) : self;
   const CommKey key{w.group(op),  from, to, p2p ? traces::OpKind::kSend : kind,
                     w.bytes(op), w.pinned_config(op)};
+  // Members of one instance come one after another with the same key.
+  if (last_info_ != nullptr && key == last_key_) {
+    by_op_[op] = last_info_;
+    return *last_info_;
+  }
   if (auto it = comm_.find(key); it != comm_.end()) {
     by_op_[op] = &it->second;
+    last_key_ = key;
+    last_info_ = &it->second;
     return it->second;
   }
   const CommConfig cfg = models_.config_for(w, op);
@@ -152,8 +164,10 @@ const ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId o
       c.uses.push_back(FlowSolver::Use{r, d});
     }
   }
-  const CommInfo* stored = &comm_.emplace(key, std::move(c)).first->second;
+  CommInfo* stored = &comm_.emplace(key, std::move(c)).first->second;
   by_op_[op] = stored;
+  last_key_ = key;
+  last_info_ = stored;
   return *stored;
 }
 
@@ -165,9 +179,29 @@ void ResourceContention::mark(traces::Rank rank) {
   }
 }
 
+void ResourceContention::add_comm(traces::Rank rank, traces::OpId op) {
+  Gpu& gpu = gpus_[rank];
+  const CommInfo& c = comm_info(op);
+  gpu.comms.push_back(op);
+  gpu.ctas += c.nchannels;
+  gpu.comm_threads = std::max(gpu.comm_threads, c.nthreads);
+  mark(rank);
+}
+
+void ResourceContention::remove_comm(traces::Rank rank, traces::OpId op) {
+  Gpu& gpu = gpus_[rank];
+  gpu.comms.erase(std::find(gpu.comms.begin(), gpu.comms.end(), op));
+  gpu.ctas = 0;
+  gpu.comm_threads = 0;
+  for (traces::OpId other : gpu.comms) {
+    gpu.ctas += by_op_[other]->nchannels;
+    gpu.comm_threads = std::max(gpu.comm_threads, by_op_[other]->nthreads);
+  }
+  mark(rank);
+}
+
 void ResourceContention::waiting(traces::OpId op) {
-  gpus_[w_->rank_of(op)].comms.push_back(op);
-  mark(w_->rank_of(op));
+  add_comm(w_->rank_of(op), op);
 }
 
 void ResourceContention::started(const Activity& a) {
@@ -175,7 +209,11 @@ void ResourceContention::started(const Activity& a) {
     running_.resize(a.slot + 1);
   }
   Running& run = running_[a.slot];
-  run = Running{};
+  run.kernel = false;
+  run.grant = SmGrant{};
+  run.bound = 1;
+  run.hbm_demand = 0;
+  run.beside_threads = -1;
   const traces::Workload& w = *w_;
   if (a.instance) {
     const auto members = g_->members(a.subject);
@@ -184,13 +222,20 @@ void ResourceContention::started(const Activity& a) {
     for (traces::OpId m : members) {
       key_op = w.kind(m) == traces::OpKind::kSend ? m : key_op;
     }
-    const CommInfo& c = comm_info(key_op);
+    CommInfo& c = comm_info(key_op);
     run.op = key_op;
-    run.flow = solver_.add_flow(c.uses, 1.0);
+    if (!c.parked.empty()) {
+      run.flow = c.parked.back();
+      c.parked.pop_back();
+      flow_parked_[run.flow] = 0;
+      solver_.renew(run.flow, 1.0);
+    } else {
+      run.flow = solver_.add_flow(c.uses, 1.0);
+    }
     for (traces::OpId m : members) {
       Gpu& gpu = gpus_[w.rank_of(m)];
       if (std::find(gpu.comms.begin(), gpu.comms.end(), m) == gpu.comms.end()) {
-        gpu.comms.push_back(m);  // the member whose launch started it never waited
+        add_comm(w.rank_of(m), m);  // the member whose launch started it never waited
       }
       gpu.in_flight_bytes += c.in_flight_bytes;
       mark(w.rank_of(m));
@@ -199,8 +244,21 @@ void ResourceContention::started(const Activity& a) {
     run.op = a.subject;
     run.kernel = true;
     run.bound = 0;  // set by regrant() before the solve
+    const ComputeModel& cm = models_.compute();
+    const traces::ComputeShape* shape = w.compute_shape(a.subject);
+    run.shape = shape ? *shape : traces::ComputeShape{};
+    run.tb = cm.blocks_per_sm(run.shape);
+    run.blocks = run.shape.blocks > 0 ? run.shape.blocks : static_cast<double>(cm.sms()) * run.tb;
+    run.need = static_cast<int>(std::min<double>(cm.sms(), std::ceil(run.blocks / run.tb)));
+    run.bytes = static_cast<double>(w.bytes(a.subject));
+    run.duration_only = shape == nullptr && run.bytes == 0;
+    if (!run.duration_only) {
+      run.alone_model_us = cm.alone(run.shape, run.bytes).time_us;
+      run.alone_us = models_.alone_us(w, a.subject);
+    }
     run.flow = solver_.add_flow({}, 1.0);
     gpus_[w.rank_of(a.subject)].kernels.push_back(a.slot);
+    gpus_[w.rank_of(a.subject)].kernels_changed = true;
     mark(w.rank_of(a.subject));
   } else {
     // Memcpy: copy engines read and write every byte through HBM.
@@ -213,29 +271,50 @@ void ResourceContention::started(const Activity& a) {
     }
     run.flow = solver_.add_flow(scratch_, 1.0);
   }
-  if (run.flow >= slot_of_flow_.size()) {
-    slot_of_flow_.resize(run.flow + 1);
+  if (run.flow != kNoFlow) {
+    bind_flow(a.slot);
   }
-  slot_of_flow_[run.flow] = a.slot;
+}
+
+void ResourceContention::bind_flow(std::uint32_t slot) {
+  const FlowSolver::FlowId f = running_[slot].flow;
+  if (f >= slot_of_flow_.size()) {
+    slot_of_flow_.resize(f + 1);
+    flow_parked_.resize(f + 1, 0);
+  }
+  slot_of_flow_[f] = slot;
 }
 
 void ResourceContention::finished(const Activity& a) {
   Running& run = running_[a.slot];
-  solver_.remove_flow(run.flow);
   const traces::Workload& w = *w_;
   if (a.instance) {
-    const CommInfo& c = comm_info(run.op);
+    CommInfo& c = comm_info(run.op);
+    solver_.set_bound(run.flow, 0.0);
+    c.parked.push_back(run.flow);
+    flow_parked_[run.flow] = 1;
     for (traces::OpId m : g_->members(a.subject)) {
+      remove_comm(w.rank_of(m), m);
       Gpu& gpu = gpus_[w.rank_of(m)];
-      gpu.comms.erase(std::find(gpu.comms.begin(), gpu.comms.end(), m));
       gpu.in_flight_bytes = gpu.comms.empty() ? 0.0 : gpu.in_flight_bytes - c.in_flight_bytes;
-      mark(w.rank_of(m));
     }
-  } else if (run.kernel) {
+  } else {
+    solver_.remove_flow(run.flow);
+  }
+  if (run.kernel) {
     Gpu& gpu = gpus_[w.rank_of(run.op)];
     gpu.kernels.erase(std::find(gpu.kernels.begin(), gpu.kernels.end(), a.slot));
+    gpu.kernels_changed = true;
     mark(w.rank_of(run.op));
   }
+}
+
+int ResourceContention::beside_of(Running& run, int comm_threads) const {
+  if (run.beside_threads != comm_threads) {
+    run.beside_threads = comm_threads;
+    run.beside = models_.compute().blocks_beside_comm(run.shape, comm_threads);
+  }
+  return run.beside;
 }
 
 void ResourceContention::regrant(traces::Rank rank) {
@@ -244,80 +323,108 @@ void ResourceContention::regrant(traces::Rank rank) {
   if (gpu.kernels.empty()) {
     return;
   }
-  const traces::Workload& w = *w_;
   const ComputeModel& cm = models_.compute();
   const calibrate::HardwareProfile& p = models_.profile();
   const int sms = cm.sms();
-  int ctas = 0;
-  int comm_threads = 0;
-  for (traces::OpId op : gpu.comms) {
-    const CommInfo& c = comm_info(op);
-    ctas += c.nchannels;
-    comm_threads = std::max(comm_threads, c.nthreads);
+  const int ctas = gpu.ctas;
+  const int comm_threads = gpu.comm_threads;
+  // Grants depend on the kernels, the CTAs beside them and (for kernels that move bytes) the L2
+  // pollution of the running collectives' chunks.
+  bool moves_bytes = false;
+  for (std::uint32_t slot : gpu.kernels) {
+    moves_bytes = moves_bytes || !running_[slot].duration_only;
   }
+  if (!gpu.kernels_changed && ctas == gpu.granted_ctas && comm_threads == gpu.granted_threads &&
+      (!moves_bytes || gpu.in_flight_bytes == gpu.granted_in_flight)) {
+    return;
+  }
+  gpu.kernels_changed = false;
+  gpu.granted_ctas = ctas;
+  gpu.granted_threads = comm_threads;
+  gpu.granted_in_flight = gpu.in_flight_bytes;
   const int shared = std::min(ctas, sms);
   const int free = sms - shared;
   // Kernels in op order, so that the split does not depend on launch bookkeeping.
-  std::sort(gpu.kernels.begin(), gpu.kernels.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return running_[a].op < running_[b].op;
-  });
   const std::size_t n = gpu.kernels.size();
-  std::vector<traces::ComputeShape> shapes(n);
-  std::vector<int> tb(n);
-  std::vector<double> blocks(n);
-  std::vector<int> need(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    const traces::ComputeShape* s = w.compute_shape(running_[gpu.kernels[k]].op);
-    shapes[k] = s ? *s : traces::ComputeShape{};
-    tb[k] = cm.blocks_per_sm(shapes[k]);
-    blocks[k] = shapes[k].blocks > 0 ? shapes[k].blocks : static_cast<double>(sms) * tb[k];
-    need[k] = static_cast<int>(std::min<double>(sms, std::ceil(blocks[k] / tb[k])));
+  if (n > 1) {
+    std::sort(gpu.kernels.begin(), gpu.kernels.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return running_[a].op < running_[b].op;
+    });
   }
-  const std::vector<int> full = water_fill(free, need);
-  std::vector<int> beside(n, 0);
-  std::vector<int> need_shared(n, 0);
-  for (std::size_t k = 0; k < n && ctas > 0; ++k) {
-    beside[k] = cm.blocks_beside_comm(shapes[k], comm_threads);
-    const double rest = blocks[k] - static_cast<double>(full[k]) * tb[k];
-    if (beside[k] > 0 && rest > 0) {
-      need_shared[k] = static_cast<int>(std::min<double>(shared, std::ceil(rest / beside[k])));
+  Scratch& k_ = grant_scratch_;
+  k_.full.resize(n);
+  k_.beside.assign(n, 0);
+  k_.on_shared.assign(n, 0);
+  if (n == 1) {
+    Running& run = running_[gpu.kernels[0]];
+    k_.full[0] = std::min(run.need, free);
+    if (ctas > 0) {
+      k_.beside[0] = beside_of(run, comm_threads);
+      const double rest = run.blocks - static_cast<double>(k_.full[0]) * run.tb;
+      if (k_.beside[0] > 0 && rest > 0) {
+        k_.on_shared[0] = static_cast<int>(std::min<double>(shared, std::ceil(rest / k_.beside[0])));
+      }
     }
+  } else {
+    k_.need.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      k_.need[k] = running_[gpu.kernels[k]].need;
+    }
+    water_fill(free, k_.need, k_.full);
+    k_.need_shared.assign(n, 0);
+    for (std::size_t k = 0; k < n && ctas > 0; ++k) {
+      Running& run = running_[gpu.kernels[k]];
+      k_.beside[k] = beside_of(run, comm_threads);
+      const double rest = run.blocks - static_cast<double>(k_.full[k]) * run.tb;
+      if (k_.beside[k] > 0 && rest > 0) {
+        k_.need_shared[k] =
+            static_cast<int>(std::min<double>(shared, std::ceil(rest / k_.beside[k])));
+      }
+    }
+    water_fill(shared, k_.need_shared, k_.on_shared);
   }
-  const std::vector<int> on_shared = water_fill(shared, need_shared);
   const double l2_bytes = p.gpu.l2_MiB.value * 1024.0 * 1024.0;
   const double inflation =
       1.0 + p.contention.l2_pollution.value *
                 (l2_bytes > 0 ? std::min(1.0, gpu.in_flight_bytes / l2_bytes) : 0.0);
   for (std::size_t k = 0; k < n; ++k) {
     Running& run = running_[gpu.kernels[k]];
-    SmGrant grant{full[k], on_shared[k], on_shared[k] > 0 ? beside[k] : 0};
-    if (grant.full * tb[k] + grant.shared * grant.blocks_per_shared < 1) {
+    SmGrant grant{k_.full[k], k_.on_shared[k], k_.on_shared[k] > 0 ? k_.beside[k] : 0};
+    if (grant.full * run.tb + grant.shared * grant.blocks_per_shared < 1) {
       grant = SmGrant{0, 1, 1};  // one block squeezes in: the step never stalls on SMs
     }
-    const double bytes = static_cast<double>(w.bytes(run.op));
     double bound = 1;
     double demand = 0;
-    if (w.compute_shape(run.op) == nullptr && bytes == 0) {
+    if (run.duration_only) {
       // Known only by its duration: it slows with the block slots it loses.
-      const double slots = grant.full * tb[k] + grant.shared * grant.blocks_per_shared;
-      bound = slots / (static_cast<double>(sms) * tb[k]);
+      const double slots = grant.full * run.tb + grant.shared * grant.blocks_per_shared;
+      bound = slots / (static_cast<double>(sms) * run.tb);
     } else {
-      const double alone = cm.alone(shapes[k], bytes).time_us;
-      const double now = cm.estimate(shapes[k], bytes, grant, cm.hbm_GBps(), inflation).time_us;
-      bound = now > 0 ? alone / now : 1.0;
-      const double t = models_.alone_us(w, run.op);
-      demand = t > 0 ? bytes * inflation / (t * kGB) : 0.0;
+      const bool whole = grant.full == sms && inflation == 1.0;
+      const double now =
+          whole ? run.alone_model_us
+                : cm.estimate(run.shape, run.bytes, grant, cm.hbm_GBps(), inflation).time_us;
+      bound = now > 0 ? run.alone_model_us / now : 1.0;
+      demand = run.alone_us > 0 ? run.bytes * inflation / (run.alone_us * kGB) : 0.0;
     }
     bound = std::clamp(bound, 1e-9, 1.0);
     run.grant = grant;
-    if (bound != run.bound || demand != run.hbm_demand) {
+    if (demand != run.hbm_demand || run.flow == kNoFlow) {
       run.bound = bound;
       run.hbm_demand = demand;
       scratch_.clear();
       if (demand > 0) {
         scratch_.push_back({hbm_of(rank), demand});
       }
-      solver_.update_flow(run.flow, scratch_, bound);
+      if (run.flow == kNoFlow) {
+        run.flow = solver_.add_flow(scratch_, bound);
+        bind_flow(gpu.kernels[k]);
+      } else {
+        solver_.update_flow(run.flow, scratch_, bound);
+      }
+    } else if (bound != run.bound) {
+      run.bound = bound;
+      solver_.set_bound(run.flow, bound);
     }
   }
 }
@@ -330,7 +437,9 @@ void ResourceContention::rates(std::vector<RateChange>& out) {
   changed_.clear();
   solver_.solve(changed_);
   for (FlowSolver::FlowId f : changed_) {
-    out.push_back(RateChange{slot_of_flow_[f], std::min(1.0, solver_.rate(f))});
+    if (!flow_parked_[f]) {
+      out.push_back(RateChange{slot_of_flow_[f], std::min(1.0, solver_.rate(f))});
+    }
   }
 }
 
@@ -372,7 +481,8 @@ std::string ResourceContention::check_invariants() const {
   }
   for (std::size_t slot = 0; slot < running_.size(); ++slot) {
     const Running& run = running_[slot];
-    if (!solver_.alive(run.flow) || slot_of_flow_[run.flow] != slot) {
+    if (run.flow == kNoFlow || !solver_.alive(run.flow) || slot_of_flow_[run.flow] != slot ||
+        flow_parked_[run.flow]) {
       continue;
     }
     const double rate = solver_.rate(run.flow);

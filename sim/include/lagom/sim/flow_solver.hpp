@@ -54,6 +54,9 @@ class FlowSolver {
   // Replaces a live flow's uses and bound (its id stays).
   void update_flow(FlowId f, std::span<const Use> uses, double bound);
   void set_bound(FlowId f, double bound);
+  // As set_bound, and the next solve() reports the flow as changed whatever its rate (for a flow
+  // the caller reuses for a new activity).
+  void renew(FlowId f, double bound);
   // The id may be reused by a later add_flow.
   void remove_flow(FlowId f);
 
@@ -105,7 +108,9 @@ class FlowSolver {
     // Progressive filling scratch.
     double frozen_use = 0;
     double active_weight = 0;
-    std::uint32_t slot = 0;  // index among the constraints of the current fill
+    std::uint32_t slot = 0;  // index among the constraints of the current fill (or, while
+                             // attaching a flow, of its entry for this resource)
+    std::uint32_t merge = 0;
   };
 
   void attach(FlowId f, std::span<const Use> uses);
@@ -113,6 +118,7 @@ class FlowSolver {
   void touch(FlowId f);
   void fill(const std::vector<FlowId>& flows, const std::vector<ResourceId>& constraints);
   bool is_over(const Resource& r) const;
+  void note(ResourceId r);
 
   std::vector<Flow> flows_;
   std::vector<FlowId> free_;
@@ -121,6 +127,7 @@ class FlowSolver {
   std::vector<ResourceId> dirty_;
   std::size_t live_ = 0;
   std::uint32_t epoch_ = 0;
+  std::uint32_t merge_stamp_ = 0;
   std::uint64_t flows_solved_ = 0;
   std::uint64_t rounds_ = 0;
   // Scratch reused across solves.

@@ -84,6 +84,9 @@ class ResourceContention final : public ContentionModel {
     int nthreads = 0;
     double in_flight_bytes = 0;             // 4 * channels * chunk
     std::vector<FlowSolver::Use> uses;      // at rate 1
+    // Flows of finished instances, kept at bound 0 for the next instance with these uses
+    // (re-bounding a flow is cheaper than building it again).
+    std::vector<FlowSolver::FlowId> parked;
   };
   // Ops of the same communicator, kind, size, pinned config and direction behave alike.
   struct CommKey {
@@ -101,8 +104,15 @@ class ResourceContention final : public ContentionModel {
   struct Gpu {
     std::vector<traces::OpId> comms;     // communication ops on it (waiting or running)
     std::vector<std::uint32_t> kernels;  // slots of running compute ops
+    int ctas = 0;                        // their channels, together
+    int comm_threads = 0;                // the most threads of one CTA among them
     double in_flight_bytes = 0;          // of the running collectives
     bool dirty = false;
+    // What the kernels' grants were computed from, to skip a regrant that would change nothing.
+    bool kernels_changed = true;
+    int granted_ctas = -1;
+    int granted_threads = -1;
+    double granted_in_flight = -1;
   };
   struct Running {
     FlowSolver::FlowId flow = 0;
@@ -111,10 +121,25 @@ class ResourceContention final : public ContentionModel {
     SmGrant grant;
     double bound = 1;
     double hbm_demand = 0;
+    // Kernels: what does not change while it runs.
+    traces::ComputeShape shape;
+    int tb = 1;            // blocks per SM
+    double blocks = 0;     // thread blocks (one full wave when the op does not say)
+    int need = 0;          // SMs one wave fills
+    double bytes = 0;
+    double alone_model_us = 0;   // the compute model's time on the whole GPU
+    double alone_us = 0;         // its standalone time (duration_us when given)
+    bool duration_only = false;  // no shape and no bytes: slows with the block slots it loses
+    int beside_threads = -1;     // blocks_beside_comm(shape, beside_threads) = beside
+    int beside = 0;
   };
+  int beside_of(Running& run, int comm_threads) const;
 
-  const CommInfo& comm_info(traces::OpId op);
+  CommInfo& comm_info(traces::OpId op);
   void mark(traces::Rank rank);
+  void add_comm(traces::Rank rank, traces::OpId op);
+  void bind_flow(std::uint32_t slot);
+  void remove_comm(traces::Rank rank, traces::OpId op);
   void regrant(traces::Rank rank);
   FlowSolver::ResourceId hbm_of(std::uint32_t gpu) const { return hbm_base_ + gpu; }
 
@@ -123,14 +148,21 @@ class ResourceContention final : public ContentionModel {
   const traces::ExecutionGraph* g_ = nullptr;
   FlowSolver solver_;
   FlowSolver::ResourceId hbm_base_ = 0;
-  std::vector<const CommInfo*> by_op_;  // indexed by OpId, filled on first use
-  std::unordered_map<CommKey, CommInfo, CommKeyHash> comm_;
+  std::vector<CommInfo*> by_op_;  // indexed by OpId, filled on first use
+  std::unordered_map<CommKey, CommInfo, CommKeyHash> comm_;  // node-based: pointers stay valid
+  CommKey last_key_{};
+  CommInfo* last_info_ = nullptr;
   std::vector<Gpu> gpus_;  // by workload rank
   std::vector<traces::Rank> dirty_;
   std::vector<Running> running_;                 // by engine slot
   std::vector<std::uint32_t> slot_of_flow_;      // by flow id
+  std::vector<char> flow_parked_;                // by flow id
   std::vector<FlowSolver::FlowId> changed_;
   std::vector<FlowSolver::Use> scratch_;
+  struct Scratch {
+    std::vector<int> need, full, beside, need_shared, on_shared;
+  };
+  Scratch grant_scratch_;
 };
 
 }  // namespace lagom::sim
