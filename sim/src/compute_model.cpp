@@ -19,18 +19,21 @@ ComputeModel::ComputeModel(const calibrate::HardwareProfile& profile)
       hbm_GBps_(profile.gpu.hbm_GBps.value) {}
 
 int ComputeModel::blocks_per_sm(const traces::ComputeShape& shape) const {
-  if (shape.blocks_per_sm > 0) {
-    return shape.blocks_per_sm;
-  }
-  return static_cast<int>(
-      profile_.compute.classes[static_cast<int>(shape.cls)].blocks_per_sm.value);
+  const int tb = shape.blocks_per_sm > 0
+                     ? shape.blocks_per_sm
+                     : static_cast<int>(
+                           profile_.compute.classes[static_cast<int>(shape.cls)].blocks_per_sm.value);
+  // No more than the SM can hold, whatever the op or the class says.
+  return std::max(1, std::min(tb, static_cast<int>(profile_.gpu.max_blocks_per_sm.value)));
 }
 
 int ComputeModel::blocks_beside_comm(const traces::ComputeShape& shape, int comm_threads) const {
   const int tb = blocks_per_sm(shape);
-  const double thread_room =
-      1.0 - static_cast<double>(comm_threads) / profile_.gpu.max_threads_per_sm.value;
-  int fit = static_cast<int>(std::floor(tb * std::max(0.0, thread_room)));
+  // The occupancy calculator's two limits for what is left of the SM. A class's blocks are taken
+  // to fill the SM's threads at its occupancy (at most 1024 threads a block, CUDA's limit).
+  const double sm_threads = profile_.gpu.max_threads_per_sm.value;
+  const double block_threads = std::min(1024.0, sm_threads / tb);
+  int fit = static_cast<int>(std::floor(std::max(0.0, sm_threads - comm_threads) / block_threads));
   const double smem = profile_.compute.classes[static_cast<int>(shape.cls)].smem_per_block_KiB.value;
   if (smem > 0) {
     const double left =

@@ -64,6 +64,53 @@ TEST(ComputeModel, MemoryBoundKernelsFollowBandwidth) {
   EXPECT_NEAR(m.estimate(s, 1e9, m.sms(), m.hbm_GBps() / 2).memory_us, 2 * mem, 1e-6);
 }
 
+TEST(ComputeModel, OccupancyBesideAnNcclCtaFollowsEachLimit) {
+  // An SM that runs one NCCL CTA of 544 threads and 80.3 KiB of shared memory (H100: 2048
+  // threads, 228 KiB). A class's blocks are taken to fill the SM's threads at their occupancy TB
+  // (min(1024, 2048 / TB) threads each):
+  //  * elementwise, TB 8, no shared memory: 256-thread blocks, (2048 - 544) / 256 = 5.9 -> 5;
+  //  * gemm, TB 1, 200 KiB: 1024 threads fit once (1504 / 1024), but 228 - 80.3 = 147.7 KiB
+  //    holds no 200 KiB tile -> 0; with 100 KiB tiles one fits;
+  //  * other, TB 2, 16 KiB: 1024-thread blocks, 1504 / 1024 -> 1 (threads bind).
+  // Each limit moves with its own parameter.
+  calibrate::HardwareProfile p = h100();
+  const auto shape = [](traces::ComputeClass c) { return traces::ComputeShape{1e9, 1000, 0, c}; };
+  using C = traces::ComputeClass;
+  {
+    const ComputeModel m(p);
+    EXPECT_EQ(m.blocks_beside_comm(shape(C::kElementwise), 544), 5);
+    EXPECT_EQ(m.blocks_beside_comm(shape(C::kGemm), 544), 0);
+    EXPECT_EQ(m.blocks_beside_comm(shape(C::kOther), 544), 1);
+    EXPECT_EQ(m.blocks_beside_comm(shape(C::kElementwise), 1024), 4);  // 1024 / 256
+  }
+  p.compute.classes[static_cast<int>(C::kGemm)].smem_per_block_KiB.value = 100;
+  EXPECT_EQ(ComputeModel(p).blocks_beside_comm(shape(C::kGemm), 544), 1);
+  p.contention.comm_cta_smem_KiB.value = 140;  // 88 KiB left: no 100 KiB tile
+  EXPECT_EQ(ComputeModel(p).blocks_beside_comm(shape(C::kGemm), 544), 0);
+  p.gpu.smem_per_sm_KiB.value = 256;  // 116 KiB left
+  EXPECT_EQ(ComputeModel(p).blocks_beside_comm(shape(C::kGemm), 544), 1);
+  p.compute.classes[static_cast<int>(C::kElementwise)].smem_per_block_KiB.value = 40;
+  EXPECT_EQ(ComputeModel(p).blocks_beside_comm(shape(C::kElementwise), 544), 2);  // 116 / 40
+  p.gpu.max_threads_per_sm.value = 1024;  // 128-thread blocks at TB 8: (1024 - 544) / 128 = 3
+  p.compute.classes[static_cast<int>(C::kElementwise)].smem_per_block_KiB.value = 0;
+  EXPECT_EQ(ComputeModel(p).blocks_beside_comm(shape(C::kElementwise), 544), 3);
+  p.compute.classes[static_cast<int>(C::kElementwise)].blocks_per_sm.value = 4;  // 256 threads
+  EXPECT_EQ(ComputeModel(p).blocks_beside_comm(shape(C::kElementwise), 544), 1);
+}
+
+TEST(ComputeModel, BlocksPerSmIsCappedByTheGpu) {
+  // An op may ask for more resident blocks than the SM holds; the GPU's max_blocks_per_sm wins.
+  calibrate::HardwareProfile p = h100();
+  traces::ComputeShape s{1e9, 1000, 24, traces::ComputeClass::kElementwise};
+  EXPECT_EQ(ComputeModel(p).blocks_per_sm(s), 24);  // H100 holds 32
+  p.gpu.max_blocks_per_sm.value = 16;
+  EXPECT_EQ(ComputeModel(p).blocks_per_sm(s), 16);
+  // ... and so does a class default above it.
+  s.blocks_per_sm = 0;
+  p.compute.classes[static_cast<int>(traces::ComputeClass::kElementwise)].blocks_per_sm.value = 20;
+  EXPECT_EQ(ComputeModel(p).blocks_per_sm(s), 16);
+}
+
 // One rank with a GEMM filling exactly one wave on stream "compute", and an all-reduce on stream
 // "comm" whose peer (rank 1) arrives only after the GEMM is done: the collective waits for the
 // GEMM's whole life, holding its channels' SMs.

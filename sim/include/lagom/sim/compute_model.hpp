@@ -21,9 +21,10 @@
 //
 // Beside NCCL's kernels a kernel gets fewer SMs: `full` SMs of its own and `shared` SMs that also
 // run an NCCL CTA (one per channel, resident for the collective's life). On a shared SM only the
-// blocks that fit next to the CTA run: floor(TB * (1 - nt / max_threads_per_sm)) by threads, and
-// by shared memory (smem_per_sm - NCCL's CTA) / the class's smem_per_block (the occupancy
-// calculator's two limits; registers are not modelled). GEMM and attention tiles need more
+// blocks that fit next to the CTA run (the occupancy calculator's limits; registers are not
+// modelled): by threads, (max_threads_per_sm - nt) / block threads, a block taken to have
+// min(1024, max_threads_per_sm / TB) threads; by shared memory, (smem_per_sm - NCCL's CTA) / the
+// class's smem_per_block. GEMM and attention tiles need more
 // shared memory than an NCCL CTA leaves on A40, A100 and H100, so each channel costs them a whole
 // SM (the Lagom paper's lambda - NC); streaming kernels keep part of it. A wave then holds
 // full * TB + shared * TB_shared blocks.
