@@ -236,6 +236,32 @@ void validate(const ClusterSpec& spec) {
   for (std::size_t i = 0; i < spec.pcie.gpu_attach.size(); ++i) {
     check_attach(spec, fmt::format("pcie.gpu_attach[{}]", i), spec.pcie.gpu_attach[i], switch_ids);
   }
+  // Every switch must carry some traffic: a GPU or a NIC below it, directly or through other
+  // switches (a switch nothing reaches is a typo in an attach or an upstream).
+  {
+    std::set<std::string> used(spec.pcie.gpu_attach.begin(), spec.pcie.gpu_attach.end());
+    for (const NicSpec& nic : spec.network.nics) {
+      used.insert(nic.attach);
+    }
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const PcieSwitchSpec& sw : spec.pcie.switches) {
+        if (used.contains(sw.id) && !used.contains(sw.upstream)) {
+          used.insert(sw.upstream);
+          grew = true;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < spec.pcie.switches.size(); ++i) {
+      if (!used.contains(spec.pcie.switches[i].id)) {
+        fail(spec, fmt::format("pcie.switches[{}]", i),
+             fmt::format("switch '{}' has no GPU or NIC below it (pcie.gpu_attach, "
+                         "network.nics[].attach), directly or through other switches: no traffic "
+                         "can reach it",
+                         spec.pcie.switches[i].id));
+      }
+    }
+  }
 
   // Network.
   const NetworkSpec& net = spec.network;
