@@ -37,6 +37,8 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::tune_command},
     {"compare", "run several search methods on one step; one row per method",
      lagom::cli::compare_command},
+    {"sensitivity", "rerun a comparison with each unmeasured profile number scaled",
+     lagom::cli::sensitivity_command},
 };
 
 void print_help() {

@@ -12,6 +12,7 @@
 
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "step_search.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
@@ -26,234 +27,6 @@ namespace lagom::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-struct TuneOptions {
-  std::string grid = "fine";
-  std::string space = "nccl";
-  std::string lagom_subspace = "nccl";
-  std::string lagom_step = "points";
-  double lagom_lr_scale = 1.0;
-  double lagom_min_gain = 0.01;
-  bool lagom_no_step_guard = false;
-  long budget = 0;
-  std::uint64_t seed = 1;
-  bool no_fold = false;
-};
-
-void add_tune_options(po::options_description& desc, TuneOptions& t) {
-  desc.add_options()("budget", po::value(&t.budget),
-                     "evaluations (simulations) at most; default per method: autoccl 2000, "
-                     "lagom 1000, random 200, exhaustive 100000")(
-      "seed", po::value(&t.seed)->default_value(1), "random: the seed")(
-      "grid", po::value(&t.grid)->default_value("fine"),
-      "fine (channels 1..64, every thread count, 32 chunk sizes) or coarse (channels powers of "
-      "2, NCCL's threads, 4 chunk sizes)")(
-      "space", po::value(&t.space)->default_value("nccl"),
-      "nccl (algorithm, protocol and channels per collective: what stock NCCL applies per call "
-      "through the tuner plugin, so the plan is applied exactly) or full (also threads and chunk "
-      "per collective, as AutoCCL and the Lagom paper tune them on a patched NCCL)")(
-      "lagom-subspace", po::value(&t.lagom_subspace)->default_value("nccl"),
-      "lagom: grow resources in NCCL's own algorithm/protocol (nccl) or in the fastest one at "
-      "NCCL's resources (best)")("no-contention",
-                                 "overlapping ops run as if alone (the searches then see no "
-                                 "interference)")(
-      "lagom-step", po::value(&t.lagom_step)->default_value("points"),
-      "lagom: after a relative gain g, grow each resource by g grid points (points, at least "
-      "one) or by g times the points on its axis (axis, AutoCCL's reading)")(
-      "lagom-lr-scale", po::value(&t.lagom_lr_scale)->default_value(1.0),
-      "lagom: multiplies the growth step")(
-      "lagom-min-gain", po::value(&t.lagom_min_gain)->default_value(0.01),
-      "lagom: a step must shorten the collective by more than this fraction to continue")(
-      "lagom-no-step-guard", po::bool_switch(&t.lagom_no_step_guard),
-      "lagom: keep growing a collective while it gets faster even when the step gets longer")(
-      "no-fold", po::bool_switch(&t.no_fold),
-      "with --model: simulate every data-parallel replica (by default one stands for all, "
-      "which gives the same step time)");
-}
-
-search::SpaceOptions space_options(const TuneOptions& t) {
-  search::SpaceOptions s;
-  if (t.grid == "fine") {
-    s.grid = search::Grid::kFine;
-  } else if (t.grid == "coarse") {
-    s.grid = search::Grid::kCoarse;
-  } else {
-    throw po::error(fmt::format("--grid must be fine or coarse, got '{}'", t.grid));
-  }
-  if (t.space == "full") {
-    s.resources = search::Resources::kFull;
-  } else if (t.space == "nccl") {
-    s.resources = search::Resources::kNccl;
-  } else {
-    throw po::error(fmt::format("--space must be full or nccl, got '{}'", t.space));
-  }
-  return s;
-}
-
-search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
-  search::SearchOptions o;
-  o.method = m;
-  o.budget = t.budget;
-  o.seed = t.seed;
-  if (t.budget < 0) {
-    throw po::error(
-        fmt::format("--budget must be at least 1 (0: the method's default), got {}", t.budget));
-  }
-  if (t.lagom_subspace == "nccl") {
-    o.lagom_subspace = search::LagomSubspace::kNccl;
-  } else if (t.lagom_subspace == "best") {
-    o.lagom_subspace = search::LagomSubspace::kBest;
-  } else {
-    throw po::error(
-        fmt::format("--lagom-subspace must be nccl or best, got '{}'", t.lagom_subspace));
-  }
-  if (t.lagom_step == "points") {
-    o.lagom_step = search::LagomStep::kPoints;
-  } else if (t.lagom_step == "axis") {
-    o.lagom_step = search::LagomStep::kAxis;
-  } else {
-    throw po::error(fmt::format("--lagom-step must be points or axis, got '{}'", t.lagom_step));
-  }
-  if (!(t.lagom_lr_scale > 0) || t.lagom_lr_scale > 1000) {
-    throw po::error(fmt::format("--lagom-lr-scale must be in (0, 1000], got {}", t.lagom_lr_scale));
-  }
-  if (!(t.lagom_min_gain >= 0) || t.lagom_min_gain >= 1) {
-    throw po::error(fmt::format("--lagom-min-gain must be in [0, 1), got {}", t.lagom_min_gain));
-  }
-  o.lagom_lr_scale = t.lagom_lr_scale;
-  o.lagom_min_gain = t.lagom_min_gain;
-  o.lagom_step_guard = !t.lagom_no_step_guard;
-  return o;
-}
-
-// Adds the options tune and compare share to `desc` and parses `args`; false after printing the
-// help.
-bool parse_step_options(const std::vector<std::string>& args, po::options_description& desc,
-                        TuneOptions& t, WorkloadInput& input, HardwareOptions& hw, ModelOptions& mo,
-                        po::variables_map& vm) {
-  add_tune_options(desc, t);
-  add_workload_input_options(desc, input);
-  add_hardware_options(desc, hw);
-  add_model_options(desc, mo);
-  return parse_command_line(args, desc, vm);
-}
-
-search::Method method_of(const std::string& name) {
-  auto m = search::parse_method(name);
-  if (!m) {
-    throw po::error(
-        fmt::format("unknown method '{}' (known: nccl, autoccl, lagom, exhaustive, random)", name));
-  }
-  return *m;
-}
-
-// What the command works on: the step, the hardware and the evaluator over them.
-struct Setup {
-  StepInput step;
-  std::unique_ptr<search::Evaluator> eval;
-  std::string cluster;  // "a40-nvlink x1"
-  std::string profile;
-};
-
-Setup setup(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
-            const TuneOptions& t, const po::variables_map& vm) {
-  mo.fold = !t.no_fold && model_requested(mo, vm);  // only a generated step folds
-  Setup s;
-  s.step = load_step_input(input, hw, mo, vm, /*need_cluster=*/true);
-  const Hardware& h = *s.step.hardware;
-  try {
-    s.eval = std::make_unique<search::Evaluator>(s.step.in.workload, h.cluster, h.profile,
-                                                 space_options(t), !vm.count("no-contention"));
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", s.step.in.source, e.what()));
-  }
-  s.cluster = fmt::format("{} x{}", h.cluster.name(), h.cluster.nodes());
-  if (const std::string env = topologies::describe_nccl_env(h.cluster.spec()); !env.empty()) {
-    s.cluster += ", " + env;
-  }
-  s.profile = h.profile.origin;
-  return s;
-}
-
-std::string what_of(const Setup& s) {
-  return s.step.generated.empty() ? s.step.in.source : s.step.generated;
-}
-
-std::string short_config(const sim::CommConfig& c) {
-  return fmt::format("{}/{} nc={} nt={} c={}", sim::to_string(c.algo), sim::to_string(c.proto),
-                     c.nchannels, c.nthreads, format_bytes(c.chunk_bytes));
-}
-
-nlohmann::ordered_json config_json(const sim::CommConfig& c) {
-  return {{"algo", sim::to_string(c.algo)},
-          {"proto", sim::to_string(c.proto)},
-          {"nchannels", c.nchannels},
-          {"nthreads", c.nthreads},
-          {"chunk_bytes", c.chunk_bytes}};
-}
-
-// The plan's classes, for reports: one entry per class.
-nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search::SearchResult& r) {
-  auto arr = nlohmann::ordered_json::array();
-  const auto& classes = eval.classes();
-  for (std::size_t j = 0; j < classes.size(); ++j) {
-    const search::CollClass& c = classes[j];
-    const search::ClassChoice& ch = r.choices[j];
-    nlohmann::ordered_json e;
-    e["coll"] = sim::to_string(c.coll);
-    e["bytes"] = c.bytes;
-    e["nnodes"] = c.nnodes;
-    e["nranks"] = c.nranks;
-    e["calls"] = c.calls;
-    e["config"] = config_json(ch.config);
-    e["time_us"] = ch.time_us;
-    e["nccl"] = config_json(c.nccl);
-    e["nccl_time_us"] = ch.nccl_time_us;
-    arr.push_back(std::move(e));
-  }
-  return arr;
-}
-
-// Classes by NCCL's total time in the step (calls x time), largest first.
-std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::SearchResult& nccl) {
-  std::vector<std::size_t> order(eval.classes().size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return nccl.choices[a].nccl_time_us * eval.classes()[a].calls >
-           nccl.choices[b].nccl_time_us * eval.classes()[b].calls;
-  });
-  return order;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) {
-    throw Error(fmt::format("cannot write '{}'", path));
-  }
-  out << text;
-  out.close();
-  if (!out) {
-    throw Error(fmt::format("error while writing '{}'", path));
-  }
-}
-
-nlohmann::ordered_json context_json(const Setup& s, const std::string& command) {
-  nlohmann::ordered_json c;
-  c["lagom_version"] = std::string(version());
-  c["git_sha"] = std::string(git_sha());
-  c["command"] = command;
-  c["workload"] = what_of(s);
-  c["input_hash"] = s.step.in.input_hash;
-  c["cluster"] = s.cluster;
-  c["profile"] = s.profile;
-  c["grid"] = to_string(s.eval->space().grid);
-  c["space"] = to_string(s.eval->space().resources);
-  c["collective_classes"] = s.eval->classes().size();
-  if (s.step.folded > 1) {
-    c["folded_replicas"] = s.step.folded;
-  }
-  return c;
-}
 
 }  // namespace
 
@@ -292,7 +65,7 @@ int tune_command(const std::vector<std::string>& args) {
   }
   const search::Method m = method_of(method);
   const search::SearchOptions so = search_options(t, m);
-  Setup s = setup(input, hw, mo, t, vm);
+  SearchSetup s = setup_search(input, hw, mo, t, vm);
   search::SearchResult r = search::run_search(*s.eval, so);
   r.plan.context.workload = what_of(s);
   r.plan.context.cluster = s.cluster;
@@ -389,15 +162,8 @@ int compare_command(const std::vector<std::string>& args) {
   if (!parse_step_options(args, desc, t, input, hw, mo, vm)) {
     return kExitOk;  // --help
   }
-  std::vector<search::Method> ms;
-  std::stringstream list(methods);
-  for (std::string name; std::getline(list, name, ',');) {
-    ms.push_back(method_of(name));
-  }
-  if (ms.empty()) {
-    throw po::error("--methods lists no method");
-  }
-  Setup s = setup(input, hw, mo, t, vm);
+  const std::vector<search::Method> ms = methods_of(methods);
+  SearchSetup s = setup_search(input, hw, mo, t, vm);
   std::vector<search::SearchResult> results;
   for (search::Method m : ms) {
     // Each method gets a fresh evaluator count; the step and its classes are shared.

@@ -320,6 +320,62 @@ std::string profile_to_json(const HardwareProfile& p) {
   return doc.dump(1) + "\n";
 }
 
+std::vector<ProfileField> profile_fields(HardwareProfile& p) {
+  std::vector<ProfileField> out;
+  const auto add = [&](std::string path, Measured& m) { out.push_back({std::move(path), &m}); };
+  GpuParams& g = p.gpu;
+  add("gpu.sms", g.sms);
+  add("gpu.hbm_GBps", g.hbm_GBps);
+  add("gpu.memory_GB", g.memory_GB);
+  add("gpu.bf16_TFLOPS", g.bf16_TFLOPS);
+  add("gpu.fp32_TFLOPS", g.fp32_TFLOPS);
+  add("gpu.l2_MiB", g.l2_MiB);
+  add("gpu.smem_per_sm_KiB", g.smem_per_sm_KiB);
+  add("gpu.max_threads_per_sm", g.max_threads_per_sm);
+  add("gpu.max_blocks_per_sm", g.max_blocks_per_sm);
+  CollectiveParams& c = p.collective;
+  add("collective.launch_us", c.launch_us);
+  add("collective.per_channel_us", c.per_channel_us);
+  add("collective.nvls_efficiency", c.nvls_efficiency);
+  add("collective.nvls_step_us", c.nvls_step_us);
+  add("collective.nvls_chunk_us", c.nvls_chunk_us);
+  for (int k = 0; k < kLinkKindCount; ++k) {
+    const std::string lp = fmt::format("collective.links.{}", kLinkNames[k]);
+    add(lp + ".efficiency", c.links[k].efficiency);
+    for (int q = 0; q < kProtoCount; ++q) {
+      ProtocolParams& pr = c.links[k].protocols[q];
+      const std::string pp = fmt::format("{}.{}", lp, kProtoNames[q]);
+      add(pp + ".step_us", pr.step_us);
+      add(pp + ".chunk_us", pr.chunk_us);
+      add(pp + ".channel_GBps", pr.channel_GBps);
+      add(pp + ".saturation_threads", pr.saturation_threads);
+    }
+  }
+  add("compute.launch_us", p.compute.launch_us);
+  add("compute.overlap_loss", p.compute.overlap_loss);
+  for (int ci = 0; ci < kComputeClassCount; ++ci) {
+    ComputeClassParams& k = p.compute.classes[ci];
+    const std::string cp = fmt::format("compute.classes.{}", kClassNames[ci]);
+    add(cp + ".flops_efficiency", k.flops_efficiency);
+    add(cp + ".hbm_efficiency", k.hbm_efficiency);
+    add(cp + ".blocks_per_sm", k.blocks_per_sm);
+    add(cp + ".smem_per_block_KiB", k.smem_per_block_KiB);
+  }
+  ContentionParams& t = p.contention;
+  add("contention.hbm_efficiency", t.hbm_efficiency);
+  add("contention.comm_hbm_reduce", t.comm_hbm_reduce);
+  add("contention.comm_hbm_copy", t.comm_hbm_copy);
+  add("contention.l2_spill", t.l2_spill);
+  add("contention.l2_pollution", t.l2_pollution);
+  add("contention.comm_cta_smem_KiB", t.comm_cta_smem_KiB);
+  return out;
+}
+
+bool is_prior(const Measured& m) {
+  return m.source.starts_with("prior") || m.source.starts_with("default") ||
+         m.source.starts_with("NCCL 2.28.9 constants");
+}
+
 std::vector<std::string> builtin_profiles() {
   std::vector<std::string> out;
   for (std::string_view n : embedded_names(profiles::files(), ".json")) {

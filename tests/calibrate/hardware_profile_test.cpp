@@ -386,5 +386,41 @@ TEST(HardwareProfile, SectionsMustBeObjects) {
                "collective.links.nvlink.LL", "expected an object");
 }
 
+TEST(HardwareProfile, FieldsListEveryNumberOfTheFormat) {
+  // profile_fields() names every {"value", "source"} the writer emits, by its JSON path, once.
+  HardwareProfile p = load_profile("a40");
+  const nlohmann::json doc = nlohmann::json::parse(profile_to_json(p));
+  std::vector<std::string> written;
+  std::function<void(const nlohmann::json&, const std::string&)> walk =
+      [&](const nlohmann::json& j, const std::string& path) {
+        if (j.is_object() && j.contains("value") && j.contains("source")) {
+          written.push_back(path);
+          return;
+        }
+        if (j.is_object()) {
+          for (const auto& [k, v] : j.items()) {
+            walk(v, path.empty() ? k : path + "." + k);
+          }
+        }
+      };
+  walk(doc, "");
+  std::vector<std::string> listed;
+  for (const ProfileField& f : profile_fields(p)) {
+    listed.push_back(f.path);
+  }
+  std::sort(written.begin(), written.end());
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, written);
+  // And each points at the number: scaling through it changes what is written.
+  for (const ProfileField& f : profile_fields(p)) {
+    f.number->value += 1;
+  }
+  const nlohmann::json changed = nlohmann::json::parse(profile_to_json(p));
+  EXPECT_EQ(changed["gpu"]["sms"]["value"].get<double>(), doc["gpu"]["sms"]["value"].get<double>() + 1);
+  EXPECT_TRUE(is_prior(load_profile("a40").contention.l2_spill));
+  EXPECT_FALSE(is_prior(load_profile("a40").gpu.sms));
+  EXPECT_FALSE(is_prior(load_profile("h100-sxm").collective.nvls_efficiency));  // fitted
+}
+
 }  // namespace
 }  // namespace lagom::calibrate

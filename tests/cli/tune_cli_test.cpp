@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -372,6 +373,52 @@ TEST(TuneCli, UnwritableOutputIsAnError) {
   const CliRun r = run_lagom(cmd("tune", {"--method", "nccl", "--out", "/nonexistent/dir/p.json"}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "/nonexistent/dir/p.json")) << r.err;
+}
+
+// --- sensitivity ----------------------------------------------------------------------------
+
+TEST(SensitivityCli, JsonListsEveryPriorWithItsScaledOutcomes) {
+  // Only the contention priors, to keep it quick: each appears once, with one outcome per factor,
+  // and the baseline is the comparison's own.
+  const nlohmann::json j = json_of(run_lagom(cmd(
+      "sensitivity", {"--only", "contention.", "--factors", "0.5,2", "--methods", "lagom", "--json"})));
+  const nlohmann::json cmp = json_of(run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"})));
+  EXPECT_DOUBLE_EQ(j["baseline"]["nccl_step_time_us"].get<double>(),
+                   cmp["rows"][0]["step_time_us"].get<double>());
+  EXPECT_DOUBLE_EQ(j["baseline"]["speedup_vs_nccl"][0].get<double>(),
+                   cmp["rows"][1]["speedup_vs_nccl"].get<double>());
+  std::set<std::string> seen;
+  for (const nlohmann::json& p : j["priors"]) {
+    const std::string field = p["field"];
+    EXPECT_TRUE(field.starts_with("contention.")) << field;
+    EXPECT_TRUE(seen.insert(field).second) << field;
+    ASSERT_EQ(p["scaled"].size(), 2u);
+    EXPECT_EQ(p["scaled"][1]["factor"], 2.0);
+  }
+  // The A40's contention numbers are all priors (its HBM touch counts follow NCCL's kernels but
+  // were not measured): hbm_efficiency, the touches, the two L2 terms and the CTA's smem.
+  EXPECT_TRUE(seen.contains("contention.l2_pollution"));
+  EXPECT_TRUE(seen.contains("contention.hbm_efficiency"));
+  // 0.85 x 2 is no efficiency: the reader refuses it and the report says why.
+  for (const nlohmann::json& p : j["priors"]) {
+    if (p["field"] == "contention.hbm_efficiency") {
+      EXPECT_TRUE(p["scaled"][1].contains("refused")) << p.dump();
+    }
+  }
+}
+
+TEST(SensitivityCli, RefusesBadFactorsAndMethods) {
+  for (const auto& [args, expected] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--factors", "1"}, "--factors takes positive numbers other than 1"},
+           {{"--factors", "0.5,x"}, "got 'x'"},
+           {{"--methods", "nccl"}, "--methods must name a method other than nccl"},
+           {{"--methods", "magic"}, "unknown method 'magic'"},
+           {{"--threshold", "-1"}, "--threshold must be >= 0"}}) {
+    const CliRun r = run_lagom(cmd("sensitivity", args));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -116,6 +116,20 @@ struct HardwareProfile {
   std::vector<std::string> calibration;  // free-text notes: what was fitted, residuals
 };
 
+// Every number of a profile with its JSON path ("collective.links.pcie.Simple.channel_GBps"),
+// in the order of the format (docs/formats/profile.md).
+struct ProfileField {
+  std::string path;
+  Measured* number = nullptr;
+};
+std::vector<ProfileField> profile_fields(HardwareProfile& p);
+
+// A number nobody measured for this GPU: a guess ("prior ..."), a reader default
+// ("default ..."), or one of NCCL's model constants ("NCCL 2.28.9 constants ..."), which stand in
+// until a calibration replaces them. Fitted numbers ("lagom calibrate fit ...") and hardware
+// facts (datasheets, the CUDA guide) are not.
+bool is_prior(const Measured& m);
+
 // Parses a profile document; `origin` names it in errors. Strict: unknown fields, missing
 // values or sources, non-finite or out-of-range numbers are lagom::Error naming the JSON path.
 HardwareProfile parse_profile_json(std::string_view text, std::string_view origin);

@@ -1,0 +1,67 @@
+// What `lagom tune`, `lagom compare` and `lagom sensitivity` share: the search options, the
+// step and hardware they work on and the evaluator over them, and their report pieces.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hardware_options.hpp"
+#include "lagom/search/search.hpp"
+#include "model_input.hpp"
+#include "step_input.hpp"
+#include "workload_input.hpp"
+
+namespace lagom::cli {
+
+struct TuneOptions {
+  std::string grid = "fine";
+  std::string space = "nccl";
+  std::string lagom_subspace = "nccl";
+  std::string lagom_step = "points";
+  double lagom_lr_scale = 1.0;
+  double lagom_min_gain = 0.01;
+  bool lagom_no_step_guard = false;
+  long budget = 0;
+  std::uint64_t seed = 1;
+  bool no_fold = false;
+};
+
+search::SpaceOptions space_options(const TuneOptions& t);
+search::SearchOptions search_options(const TuneOptions& t, search::Method m);
+
+// Adds the options tune, compare and sensitivity share to `desc` and parses `args`; false after
+// printing the help.
+bool parse_step_options(const std::vector<std::string>& args,
+                        boost::program_options::options_description& desc, TuneOptions& t,
+                        WorkloadInput& input, HardwareOptions& hw, ModelOptions& mo,
+                        boost::program_options::variables_map& vm);
+
+search::Method method_of(const std::string& name);
+// "nccl,autoccl,lagom" -> methods; boost::program_options::error for an unknown or empty list.
+std::vector<search::Method> methods_of(const std::string& list);
+
+// What the command works on: the step, the hardware and the evaluator over them.
+struct SearchSetup {
+  StepInput step;
+  std::unique_ptr<search::Evaluator> eval;
+  std::string cluster;  // "a40-nvlink x1"
+  std::string profile;
+};
+
+SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
+                         const TuneOptions& t, const boost::program_options::variables_map& vm);
+
+std::string what_of(const SearchSetup& s);
+std::string short_config(const sim::CommConfig& c);
+nlohmann::ordered_json config_json(const sim::CommConfig& c);
+// The plan's classes, for reports: one entry per class.
+nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search::SearchResult& r);
+// Classes by NCCL's total time in the step (calls x time), largest first.
+std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::SearchResult& nccl);
+void write_file(const std::string& path, const std::string& text);
+nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command);
+
+}  // namespace lagom::cli
