@@ -31,6 +31,7 @@ struct Case {
   int nodes;
   int mbs, gbs, seq;
   bool recompute, fold;
+  bool contention = true;
 };
 
 void run_case(benchmark::State& state, Case c) {
@@ -52,7 +53,8 @@ void run_case(benchmark::State& state, Case c) {
     const traces::ExecutionGraph g = traces::analyze(step.workload);
     const sim::ModelCost cost(cluster, profile, step.workload);
     sim::ResourceContention contention(cost);
-    sim::Engine engine(step.workload, g, sim::SimOptions{&cost, &contention});
+    sim::Engine engine(step.workload, g,
+                       sim::SimOptions{&cost, c.contention ? &contention : nullptr});
     const sim::SimResult r = engine.run();
     const auto t2 = std::chrono::steady_clock::now();
     auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
@@ -71,6 +73,12 @@ void register_generator_benchmarks() {
   // GPT-3 175B, tp=8 pp=8 dp=2 on 16 DGX H100 nodes, 32 micro-batches of 2048 tokens.
   benchmark::RegisterBenchmark("BM_Step/gpt3-175b/128gpu", run_case,
                                Case{"gpt3-175b", "tp=8,pp=8,dp=2", 16, 1, 64, 2048, false, false})
+      ->Unit(benchmark::kSecond)
+      ->Iterations(1);
+  // The same without contention: the cost of the contention model is the ratio of the two.
+  benchmark::RegisterBenchmark(
+      "BM_Step/gpt3-175b/128gpu/no-contention", run_case,
+      Case{"gpt3-175b", "tp=8,pp=8,dp=2", 16, 1, 64, 2048, false, false, false})
       ->Unit(benchmark::kSecond)
       ->Iterations(1);
   // Llama 3.1 405B as Meta trained it: tp=8 (sequence parallel) pp=16 dp=128 on 2,048 nodes,

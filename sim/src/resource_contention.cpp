@@ -210,6 +210,8 @@ void ResourceContention::started(const Activity& a) {
   }
   Running& run = running_[a.slot];
   run.kernel = false;
+  run.alive = false;
+  run.flow = kNoFlow;
   run.grant = SmGrant{};
   run.bound = 1;
   run.hbm_demand = 0;
@@ -243,7 +245,9 @@ void ResourceContention::started(const Activity& a) {
   } else if (w.kind(a.subject) == traces::OpKind::kCompute) {
     run.op = a.subject;
     run.kernel = true;
-    run.bound = 0;  // set by regrant() before the solve
+    run.bound = 0;  // set by regrant() before the solve, which also adds its flow
+    run.unrated = true;
+    run.alive = true;
     const ComputeModel& cm = models_.compute();
     const traces::ComputeShape* shape = w.compute_shape(a.subject);
     run.shape = shape ? *shape : traces::ComputeShape{};
@@ -256,7 +260,7 @@ void ResourceContention::started(const Activity& a) {
       run.alone_model_us = cm.alone(run.shape, run.bytes).time_us;
       run.alone_us = models_.alone_us(w, a.subject);
     }
-    run.flow = solver_.add_flow({}, 1.0);
+    run.flow = kNoFlow;
     gpus_[w.rank_of(a.subject)].kernels.push_back(a.slot);
     gpus_[w.rank_of(a.subject)].kernels_changed = true;
     mark(w.rank_of(a.subject));
@@ -287,6 +291,7 @@ void ResourceContention::bind_flow(std::uint32_t slot) {
 
 void ResourceContention::finished(const Activity& a) {
   Running& run = running_[a.slot];
+  run.alive = false;
   const traces::Workload& w = *w_;
   if (a.instance) {
     CommInfo& c = comm_info(run.op);
@@ -298,7 +303,7 @@ void ResourceContention::finished(const Activity& a) {
       Gpu& gpu = gpus_[w.rank_of(m)];
       gpu.in_flight_bytes = gpu.comms.empty() ? 0.0 : gpu.in_flight_bytes - c.in_flight_bytes;
     }
-  } else {
+  } else if (run.flow != kNoFlow) {
     solver_.remove_flow(run.flow);
   }
   if (run.kernel) {
@@ -409,7 +414,14 @@ void ResourceContention::regrant(traces::Rank rank) {
     }
     bound = std::clamp(bound, 1e-9, 1.0);
     run.grant = grant;
-    if (demand != run.hbm_demand || run.flow == kNoFlow) {
+    if (run.duration_only) {
+      // Nothing it draws is shared (no bytes): its rate is its bound, no solver needed.
+      if (bound != run.bound || run.unrated) {
+        run.bound = bound;
+        run.unrated = false;
+        direct_.push_back(gpu.kernels[k]);
+      }
+    } else if (demand != run.hbm_demand || run.flow == kNoFlow) {
       run.bound = bound;
       run.hbm_demand = demand;
       scratch_.clear();
@@ -441,6 +453,13 @@ void ResourceContention::rates(std::vector<RateChange>& out) {
       out.push_back(RateChange{slot_of_flow_[f], std::min(1.0, solver_.rate(f))});
     }
   }
+  for (std::uint32_t slot : direct_) {
+    const Running& run = running_[slot];
+    if (run.kernel && run.alive) {
+      out.push_back(RateChange{slot, run.bound});
+    }
+  }
+  direct_.clear();
 }
 
 int ResourceContention::held_ctas(traces::Rank rank) const {

@@ -146,6 +146,30 @@ TEST(Contention, AHeldChannelCostsAFullWaveExtra) {
   EXPECT_NEAR((s.r.ops[gemm].end - s.r.ops[gemm].start).us(), launch + 2 * wave, 2e-3);
 }
 
+TEST(Contention, AKernelKnownByItsDurationSlowsWithTheBlockSlotsItLoses) {
+  // 100 us of compute with no shape ("other" class, TB = 2 on H100) beside an all-reduce that
+  // waits 1 ms for its peer holding 32 CTAs: 100 free SMs keep 2 blocks each, the 32 shared ones
+  // 1 each (a 1024-thread block fits beside 544 NCCL threads; 16 KiB of 147.7 KiB left), so it
+  // runs at (100 * 2 + 32 * 1) / (132 * 2) = 232 / 264 of its speed: 100 * 264 / 232 us.
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  const traces::Workload w = test::workload(
+      R"([{"rank": 0, "streams": [
+            {"stream": "k", "ops": [{"id": "k", "kind": "compute", "duration_us": 100}]},
+            {"stream": "c", "ops": [{"id": "c0", "kind": "allreduce", "group": "g",
+               "bytes": 1048576, "config": {"nchannels": 32}}]}]},
+          {"rank": 1, "streams": [{"stream": "c", "ops": [
+            {"id": "late", "kind": "compute", "duration_us": 1000},
+            {"id": "c1", "kind": "allreduce", "group": "g", "bytes": 1048576,
+             "config": {"nchannels": 32}}]}]}])",
+      R"({"g": [0, 1]})");
+  const ModelCost cost(cluster, h100(), w);
+  ResourceContention contention(cost);
+  auto s = test::simulate(w, SimOptions{&cost, &contention});
+  EXPECT_NEAR((s.r.ops[s.op("k")].end - s.r.ops[s.op("k")].start).us(), 100.0 * 264 / 232, 2e-3);
+  // 'late' had its GPU to itself.
+  EXPECT_EQ(s.end_ns("late"), test::us(1000));
+}
+
 TEST(Contention, MoreChannelsNeverSpeedAKernelUp) {
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
   double prev = 0;

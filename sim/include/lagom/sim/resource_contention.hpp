@@ -132,6 +132,8 @@ class ResourceContention final : public ContentionModel {
     bool duration_only = false;  // no shape and no bytes: slows with the block slots it loses
     int beside_threads = -1;     // blocks_beside_comm(shape, beside_threads) = beside
     int beside = 0;
+    bool unrated = false;        // started, rate not reported yet (duration-only kernels)
+    bool alive = false;
   };
   int beside_of(Running& run, int comm_threads) const;
 
@@ -158,6 +160,7 @@ class ResourceContention final : public ContentionModel {
   std::vector<std::uint32_t> slot_of_flow_;      // by flow id
   std::vector<char> flow_parked_;                // by flow id
   std::vector<FlowSolver::FlowId> changed_;
+  std::vector<std::uint32_t> direct_;  // duration-only kernels whose rate (= bound) changed
   std::vector<FlowSolver::Use> scratch_;
   struct Scratch {
     std::vector<int> need, full, beside, need_shared, on_shared;
