@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Runs `lagom compare` on the Lagom paper's Table 2 workloads and prints docs/RESULTS.md's tables.
+
+    python3 docs/table2.py build/bin/lagom > /tmp/table2.md      # every row (about an hour)
+    python3 docs/table2.py build/bin/lagom --only fsdp,ep         # the fast rows
+
+Each row is one `lagom compare ... --json` (commands printed beside the tables); the runs are
+deterministic, so the same lagom gives the same tables byte for byte. The raw JSON of every run
+goes to --raw DIR when given.
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+
+WORKLOADS = [
+    # (family, model, parallel, mbs, gbs, extra)
+    ("fsdp", "phi-2", "fsdp=8", 2, 16, []),
+    ("fsdp", "phi-2", "fsdp=16", 2, 32, []),
+    ("fsdp", "llama3-8b", "fsdp=8", 1, 16, ["--seq", "4096"]),
+    ("fsdp", "llama3-8b", "fsdp=16", 1, 32, ["--seq", "4096"]),
+    ("fsdp", "mpt-7b", "fsdp=8", 1, 16, []),
+    ("fsdp", "mpt-7b", "fsdp=16", 1, 32, []),
+    ("tp", "phi-2", "tp=8", 8, 512, ["--overlap", "domino"]),
+    ("tp", "phi-2", "tp=8,dp=2", 8, 512, ["--overlap", "domino"]),
+    ("tp", "llama3-8b", "tp=8", 4, 256, ["--recompute", "--overlap", "domino"]),
+    ("tp", "llama3-8b", "tp=8,dp=2", 4, 256, ["--recompute", "--overlap", "domino"]),
+    ("tp", "mpt-7b", "tp=8", 2, 256, ["--overlap", "domino"]),
+    ("tp", "mpt-7b", "tp=8,dp=2", 2, 256, ["--overlap", "domino"]),
+    ("ep", "deepseek-moe-16b", "ep=8,zero=1", 2, 16, ["--recompute", "--overlap", "two-batch"]),
+    ("ep", "olmoe-1b-7b", "ep=8", 2, 16, ["--overlap", "two-batch"]),
+]
+
+
+def gpus(parallel):
+    n = 1
+    for part in parallel.split(","):
+        if "=" in part and part.split("=")[0] in ("fsdp", "tp", "dp", "pp", "ep"):
+            n *= int(part.split("=")[1])
+    return n
+
+
+def compare(lagom, w, cluster, space, methods, env, raw):
+    family, model, parallel, mbs, gbs, extra = w
+    nodes = max(1, gpus(parallel) // 8)
+    cmd = [lagom, "compare", "--model", model, "--parallel", parallel, "--mbs", str(mbs),
+           "--gbs", str(gbs), "--cluster", cluster, "--nodes", str(nodes), "--space", space,
+           "--methods", ",".join(methods), "--json"] + extra + env
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    if raw:
+        name = "-".join([model, parallel.replace("=", "").replace(",", "_"), cluster, space]
+                        + [e.split("=")[-1] for e in env if "=" in e])
+        (pathlib.Path(raw) / f"{name}.json").write_text(out)
+    rows = json.loads(out)["rows"]
+    return {r["method"]: r for r in rows}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lagom")
+    ap.add_argument("--only", default="fsdp,tp,ep")
+    ap.add_argument("--raw")
+    ap.add_argument("--no-min-ctas", action="store_true", help="skip table 1b")
+    a = ap.parse_args()
+    families = a.only.split(",")
+    if a.raw:
+        pathlib.Path(a.raw).mkdir(parents=True, exist_ok=True)
+    header = ("| workload | GPUs | cluster | NCCL step (ms) | AutoCCL | Lagom | AutoCCL, full | "
+              "Lagom, full | random, full | evaluations A / L (A / L / R full) |")
+    sep = "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
+    tables = [("1a", [], ["a40-nvlink", "a40-pcie"])]
+    if not a.no_min_ctas:
+        tables.append(("1b", ["--nccl-env", "NCCL_MIN_CTAS=8"], ["a40-nvlink"]))
+    for name, env, clusters in tables:
+        print(f"\n### Table {name}{' (' + ' '.join(env) + ')' if env else ''}\n")
+        print(header)
+        print(sep)
+        for w in WORKLOADS:
+            if w[0] not in families:
+                continue
+            for cluster in clusters:
+                with_random = w[0] != "tp"
+                m_nccl = ["nccl", "autoccl", "lagom"]
+                m_full = m_nccl + (["random"] if with_random else [])
+                d = compare(a.lagom, w, cluster, "nccl", m_nccl, env, a.raw)
+                f = compare(a.lagom, w, cluster, "full", m_full, env, a.raw)
+                sp = lambda r, m: f"{r[m]['speedup_vs_nccl']:.3f}x" if m in r else "–"
+                ev = lambda r, m: str(r[m]["evaluations"]) if m in r else "–"
+                print(f"| `{w[1]}` `{w[2]}` | {gpus(w[2])} | {cluster} | "
+                      f"{d['nccl']['step_time_us'] / 1e3:.1f} | {sp(d, 'autoccl')} | "
+                      f"{sp(d, 'lagom')} | {sp(f, 'autoccl')} | {sp(f, 'lagom')} | "
+                      f"{sp(f, 'random')} | {ev(d, 'autoccl')} / {ev(d, 'lagom')} "
+                      f"({ev(f, 'autoccl')} / {ev(f, 'lagom')} / {ev(f, 'random')}) |")
+                sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
