@@ -120,6 +120,15 @@ int simulate_command(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", in.source, e.what()));
   }
+  if (contention) {
+    for (const std::string& warning : contention->warnings()) {
+      fmt::print(stderr, "lagom simulate: warning: {}\n", warning);
+    }
+    if (contention->warning_count() > contention->warnings().size()) {
+      fmt::print(stderr, "lagom simulate: warning: ... and {} more like these\n",
+                 contention->warning_count() - contention->warnings().size());
+    }
+  }
   const sim::StepStats stats = sim::summarize(w, result);
   RunContext ctx;
   ctx.command = "simulate";

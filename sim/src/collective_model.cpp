@@ -108,29 +108,41 @@ CollectiveModel::CollectiveModel(const calibrate::HardwareProfile& profile,
 
 CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
                                              const CommConfig& cfg) const {
-  return plan(kind, bytes, cfg, nullptr);
+  return plan(kind, bytes, cfg, nullptr, nullptr);
+}
+
+CollectiveEstimate CollectiveModel::estimate_p2p(std::int64_t bytes, const CommConfig& cfg,
+                                                 int from_gpu, int to_gpu) const {
+  if (!comm_.traffic) {
+    throw Error("internal error: the communicator has no traffic description");
+  }
+  const topologies::Footprint path = comm_.traffic->pair(from_gpu, to_gpu);
+  return plan(CollKind::kSendRecv, bytes, cfg, nullptr, &path);
 }
 
 std::vector<CollectiveModel::Share> CollectiveModel::traffic(CollKind kind, std::int64_t bytes,
                                                              const CommConfig& cfg) const {
   std::vector<Share> shares;
-  plan(kind, bytes, cfg, &shares);
+  plan(kind, bytes, cfg, &shares, nullptr);
   return shares;
 }
 
-double CollectiveModel::hbm_per_payload_byte(CollKind kind, const CommConfig& cfg) const {
+double CollectiveModel::hbm_per_payload_byte(CollKind kind, const CommConfig& cfg,
+                                             std::int64_t bytes) const {
   const calibrate::ContentionParams& k = profile_.contention;
   const bool reduces = kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter ||
                        kind == CollKind::kReduce;
   const double touches = reduces ? k.comm_hbm_reduce.value : k.comm_hbm_copy.value;
-  const double in_flight = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
+  const double in_flight = std::min(4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes),
+                                    static_cast<double>(bytes));
   const double l2_bytes = profile_.gpu.l2_MiB.value * 1024.0 * 1024.0;
   const double spill = l2_bytes > 0 ? std::min(1.0, in_flight / l2_bytes) : 1.0;
   return touches / wire_efficiency(cfg.proto) * (1.0 + k.l2_spill.value * spill);
 }
 
 CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, const CommConfig& cfg,
-                                         std::vector<Share>* shares) const {
+                                         std::vector<Share>* shares,
+                                         const topologies::Footprint* path) const {
   if (bytes < 0) {
     throw Error(fmt::format("collective size must be >= 0 bytes, got {}", bytes));
   }
@@ -158,7 +170,20 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
   }
   const topologies::CommunicatorTraffic& traffic = *comm_.traffic;
 
-  const LinkKind intra_kind = link_kind_of(comm_.intra_bottleneck_class);
+  // A send's own path decides which links it crosses: the class that binds it inside a node
+  // sets its channels' and hops' parameters (the communicator's ring otherwise).
+  LinkKind intra_kind = link_kind_of(comm_.intra_bottleneck_class);
+  if (path != nullptr) {
+    std::optional<LinkClass> binding;
+    for (int c = 0; c < topologies::kLinkClassCount; ++c) {
+      const auto cls = static_cast<LinkClass>(c);
+      if (cls != LinkClass::kNetwork && path->worst[c] > 0 &&
+          (!binding || path->worst[c] > path->worst[static_cast<int>(*binding)])) {
+        binding = cls;
+      }
+    }
+    intra_kind = link_kind_of(binding);
+  }
   const calibrate::LinkParams& intra = cp.link(intra_kind);
   const calibrate::LinkParams& net = cp.link(LinkKind::kNetwork);
   auto channel_cap = [&](const calibrate::LinkParams& l) {
@@ -208,7 +233,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
   std::int64_t steps = 0;
   double chunk_step_us = 0;  // average overhead per chunk step
   bool pipelined = false;
-  const bool multi = nodes > 1;
+  const bool multi = path != nullptr ? path->crosses_network : nodes > 1;
   const double intra_chunk = intra.proto(proto).chunk_us.value;
   const double net_chunk = net.proto(proto).chunk_us.value;
   // Hops split between intra-node links and the network.
@@ -272,18 +297,26 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       if (!ar && kind != CollKind::kAllGather && kind != CollKind::kReduceScatter) {
         throw Error(fmt::format("NVLS has no schedule for {}", to_string(kind)));
       }
-      // AllReduce: each GPU sends its buffer into the switch and receives the reduced result
-      // (S each way); AllGather/ReduceScatter move the (n-1)/n that is not local.
-      const topologies::Footprint& ports = traffic.nvls();
-      const double v = ar ? S : S * (n - 1) / n;
+      // AllReduce: each GPU sends its buffer into the switch and receives the reduced result (S
+      // each way). AllGather multicasts a GPU's shard up (S/n) and receives the others' down
+      // ((n-1)/n S); ReduceScatter sends the others' shares up to be reduced and receives its
+      // own reduced shard.
+      const double shard = S / n;
+      const double up = ar ? S : kind == CollKind::kAllGather ? shard : S - shard;
+      const double down = ar ? S : kind == CollKind::kAllGather ? S - shard : shard;
+      const double v = std::max(up, down);
       const int nvl = static_cast<int>(LinkClass::kNvlink);
-      loads.push_back({"nvls", v * ports.worst_per_byte[nvl],
-                       cp.nvls_efficiency.value * ports.worst_per_byte[nvl] / ports.worst[nvl]});
-      if (shares != nullptr) {
-        shares->push_back(Share{&ports, v,
-                                cp.link(LinkKind::kNvlink).efficiency.value /
-                                    cp.nvls_efficiency.value});
+      const double port_scale =
+          cp.link(LinkKind::kNvlink).efficiency.value / cp.nvls_efficiency.value;
+      for (const auto& [f, bytes_on] :
+           {std::pair{&traffic.nvls_up(), up}, std::pair{&traffic.nvls_down(), down}}) {
+        loads.push_back({"nvls", bytes_on * f->worst_per_byte[nvl],
+                         cp.nvls_efficiency.value * f->worst_per_byte[nvl] / f->worst[nvl]});
+        if (shares != nullptr) {
+          shares->push_back(Share{f, bytes_on, port_scale});
+        }
       }
+      const topologies::Footprint& ports = traffic.nvls();
       loads.push_back({"channels", v, nc * channel_cap(intra)});
       gpu_bytes = v;
       int d_net = 0;
@@ -356,11 +389,16 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       const std::int64_t per_peer = std::max<std::int64_t>(1, ceil_div(share, C));
       steps = per_peer * std::max<std::int64_t>(1, ceil_div(n - 1, nc));
     } else {
-      // Two ranks: their path. In a larger communicator the worst neighbour path: the ring's
-      // hop inside a node, or a node-to-node hop (the contention model uses the exact pair).
+      // The sender's path to the receiver (estimate_p2p); without one, a two-rank communicator's
+      // path, or in a larger one the worst neighbour hop (the ring's inside a node, a
+      // node-to-node one across nodes).
       const std::span<const int> r = traffic.ranks();
-      const topologies::Footprint pair = n == 2 ? traffic.pair(r[0], r[1]) : topologies::Footprint{};
-      const topologies::Footprint& f = n == 2 ? pair : multi ? traffic.network() : traffic.ring();
+      const topologies::Footprint pair =
+          path == nullptr && n == 2 ? traffic.pair(r[0], r[1]) : topologies::Footprint{};
+      const topologies::Footprint& f = path != nullptr ? *path
+                                       : n == 2        ? pair
+                                       : multi         ? traffic.network()
+                                                       : traffic.ring();
       add_links(f, S, w);
       add_channels(S, multi);
       hops(1, multi ? 1 : 0, f);
@@ -372,7 +410,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
   if (gpu_bytes > 0) {
     loads.push_back({"hbm", gpu_bytes,
                      profile_.gpu.hbm_GBps.value * profile_.contention.hbm_efficiency.value /
-                         hbm_per_payload_byte(kind, cfg)});
+                         hbm_per_payload_byte(kind, cfg, bytes)});
   }
   e.gpu_bytes = gpu_bytes;
   // The slowest resource sets the transfer time.

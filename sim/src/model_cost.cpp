@@ -38,12 +38,18 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::Hardwa
   name_ =
       fmt::format("lagom collective model (profile {}, cluster {} x{} nodes{}{})", profile.origin,
                   cluster.name(), cluster.nodes(), env.empty() ? "" : ", ", env);
-  if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count())) {
+  std::uint32_t top_gpu = 0;
+  for (traces::Rank r = 0; r < w.rank_count(); ++r) {
+    top_gpu = std::max(top_gpu, w.gpu_of(r));
+  }
+  if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count()) ||
+      top_gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
     throw Error(
-        fmt::format("the workload has {} ranks but cluster '{}' has {} GPUs ({} node(s) x "
+        fmt::format("the workload has {} ranks{} but cluster '{}' has {} GPUs ({} node(s) x "
                     "{}); pass --nodes to make it larger",
-                    w.rank_count(), cluster.name(), cluster.gpu_count(), cluster.nodes(),
-                    cluster.gpus_per_node()));
+                    w.rank_count(),
+                    top_gpu >= w.rank_count() ? fmt::format(" on GPUs up to {}", top_gpu) : "",
+                    cluster.name(), cluster.gpu_count(), cluster.nodes(), cluster.gpus_per_node()));
   }
   auto make = [&](std::vector<int> ranks) {
     auto c = std::make_unique<Communicator>();
@@ -67,8 +73,8 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::Hardwa
   }
   for (traces::OpId op = 0; op < w.op_count(); ++op) {
     if (traces::is_p2p(w.kind(op)) && w.group(op) == traces::kNoGroup) {
-      const int a = static_cast<int>(w.rank_of(op));
-      const int b = w.peer(op);
+      const int a = static_cast<int>(w.gpu_of(w.rank_of(op)));
+      const int b = static_cast<int>(w.gpu_of(static_cast<traces::Rank>(w.peer(op))));
       const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
       if (!pairs_.count(key)) {
         pairs_.emplace(key, make(std::vector<int>{key.first, key.second}));
@@ -90,8 +96,8 @@ const ModelCost::Communicator& ModelCost::communicator_of(const traces::Workload
   if (w.group(op) != traces::kNoGroup) {
     return *groups_[static_cast<std::size_t>(w.group(op))];
   }
-  const int a = static_cast<int>(w.rank_of(op));
-  const int b = w.peer(op);
+  const int a = static_cast<int>(w.gpu_of(w.rank_of(op)));
+  const int b = static_cast<int>(w.gpu_of(static_cast<traces::Rank>(w.peer(op))));
   return *pairs_.at({std::min(a, b), std::max(a, b)});
 }
 
@@ -126,7 +132,9 @@ CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) con
   try {
     return resolve_config(c.tables, kind, w.bytes(op), pin);
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: pinned config: {}", w.describe(op), e.what()));
+    throw Error(fmt::format("{}: {}: {}", w.describe(op),
+                            w.pinned_config(op) != nullptr ? "pinned config" : "NCCL's own choice",
+                            e.what()));
   }
 }
 
@@ -151,6 +159,15 @@ CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId o
 CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op,
                                        const CommConfig& config) const {
   const Communicator& c = communicator_of(w, op);
+  if (traces::is_p2p(w.kind(op))) {
+    // On the sender's own path to the receiver.
+    const auto self = w.rank_of(op);
+    const auto peer = static_cast<traces::Rank>(w.peer(op));
+    const bool sends = w.kind(op) == traces::OpKind::kSend;
+    return c.model->estimate_p2p(w.bytes(op), config,
+                                 static_cast<int>(w.gpu_of(sends ? self : peer)),
+                                 static_cast<int>(w.gpu_of(sends ? peer : self)));
+  }
   return c.model->estimate(coll_of(w, op), w.bytes(op), config);
 }
 

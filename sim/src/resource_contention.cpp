@@ -113,9 +113,12 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   const CollectiveModel& model = models_.collective_model(w, op);
   const CollKind ck = *coll_kind_of(kind);
   CommInfo c;
+  c.time_us = e.time_us;
   c.nchannels = cfg.nchannels;
   c.nthreads = cfg.nthreads;
-  c.in_flight_bytes = 4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes);
+  // NCCL keeps up to 4 chunks per channel in flight, but never more than the collective's size.
+  c.in_flight_bytes = std::min(4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes),
+                               static_cast<double>(w.bytes(op)));
   const double S = static_cast<double>(w.bytes(op));
   if (e.time_us > 0 && S > 0) {
     std::map<FlowSolver::ResourceId, double> demand;
@@ -127,19 +130,11 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
       }
     };
     const topologies::CommunicatorInfo& info = models_.communicator_info(w, op);
-    // Workload rank -> cluster GPU: the group's GPU at the rank's position (they differ when
-    // data-parallel replicas are folded); the rank itself otherwise.
+    const auto gpu_of = [&](std::int32_t rank) {
+      return static_cast<int>(w.gpu_of(static_cast<traces::Rank>(rank)));
+    };
     const traces::Group* group =
         w.group(op) == traces::kNoGroup ? nullptr : &w.groups()[static_cast<std::size_t>(w.group(op))];
-    const auto gpu_of = [&](std::int32_t rank) {
-      if (group == nullptr) {
-        return static_cast<int>(rank);
-      }
-      const auto pos = std::find(group->ranks.begin(), group->ranks.end(),
-                                 static_cast<std::uint32_t>(rank)) -
-                       group->ranks.begin();
-      return static_cast<int>(group->cluster_gpus()[static_cast<std::size_t>(pos)]);
-    };
     if (ck == CollKind::kSendRecv) {
       add_footprint(info.traffic->pair(gpu_of(from), gpu_of(to)), S,
                     1.0 / wire_efficiency(cfg.proto));
@@ -149,7 +144,7 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
       }
     }
     // HBM of the simulated members (a folded group's other GPUs run nothing else here).
-    const double hbm = e.gpu_bytes * model.hbm_per_payload_byte(ck, cfg) * per_us;
+    const double hbm = e.gpu_bytes * model.hbm_per_payload_byte(ck, cfg, w.bytes(op)) * per_us;
     if (hbm > 0) {
       if (p2p) {
         demand[hbm_of(static_cast<std::uint32_t>(from))] += hbm;
@@ -171,6 +166,32 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   return *stored;
 }
 
+void ResourceContention::warn(std::string message) {
+  if (warnings_.size() < 5) {
+    warnings_.push_back(std::move(message));
+  }
+  ++warning_count_;
+}
+
+void ResourceContention::fit_alone(std::vector<FlowSolver::Use>& uses, double bound,
+                                   traces::OpId op) {
+  bool warned = false;
+  for (FlowSolver::Use& u : uses) {
+    const double cap = solver_.capacity(u.resource);
+    if (u.demand * bound > cap * (1 + 1e-9)) {
+      if (!warned) {
+        warned = true;
+        warn(fmt::format(
+            "{}: its duration_us means {:.4g} GB/s through {}, which carries {:.4g} GB/s: capped "
+            "there (and wherever else it exceeds a capacity), so it runs at its stated speed; the "
+            "workload's bytes or duration, or the cluster, is off",
+            w_->describe(op), u.demand * bound, resource_name(u.resource), cap));
+      }
+      u.demand = cap / bound;
+    }
+  }
+}
+
 void ResourceContention::mark(traces::Rank rank) {
   Gpu& gpu = gpus_[rank];
   if (!gpu.dirty) {
@@ -185,6 +206,12 @@ void ResourceContention::add_comm(traces::Rank rank, traces::OpId op) {
   gpu.comms.push_back(op);
   gpu.ctas += c.nchannels;
   gpu.comm_threads = std::max(gpu.comm_threads, c.nthreads);
+  if (gpu.ctas > models_.compute().sms() && !gpu.warned_ctas) {
+    gpu.warned_ctas = true;
+    warn(fmt::format("rank {}: {} NCCL CTAs at once ({} communication ops) on {} SMs: more than "
+                     "the GPU holds; real NCCL kernels would wait for SMs (modelled as sharing them)",
+                     rank, gpu.ctas, gpu.comms.size(), models_.compute().sms()));
+  }
   mark(rank);
 }
 
@@ -226,14 +253,32 @@ void ResourceContention::started(const Activity& a) {
     }
     CommInfo& c = comm_info(key_op);
     run.op = key_op;
-    if (!c.parked.empty()) {
+    // An instance given its duration (a measured trace) moves its bytes in that time, not in
+    // the model's: its draws scale by model time / its time.
+    std::int64_t given_ns = traces::kNoDuration;
+    for (traces::OpId m : members) {
+      given_ns = std::max(given_ns, w.duration_ns(m));
+    }
+    const double scale = given_ns == traces::kNoDuration || given_ns <= 0 || c.time_us <= 0
+                             ? 1.0
+                             : c.time_us / (static_cast<double>(given_ns) / 1e3);
+    if (scale == 1.0 && !c.parked.empty()) {
       run.flow = c.parked.back();
       c.parked.pop_back();
       flow_parked_[run.flow] = 0;
       solver_.renew(run.flow, 1.0);
-    } else {
+    } else if (scale == 1.0) {
       run.flow = solver_.add_flow(c.uses, 1.0);
+      run.parkable = true;
+    } else {
+      scratch_.assign(c.uses.begin(), c.uses.end());
+      for (FlowSolver::Use& u : scratch_) {
+        u.demand *= scale;
+      }
+      fit_alone(scratch_, 1.0, key_op);
+      run.flow = solver_.add_flow(scratch_, 1.0);
     }
+    run.parkable = scale == 1.0;
     for (traces::OpId m : members) {
       Gpu& gpu = gpus_[w.rank_of(m)];
       if (std::find(gpu.comms.begin(), gpu.comms.end(), m) == gpu.comms.end()) {
@@ -273,6 +318,7 @@ void ResourceContention::started(const Activity& a) {
     if (t > 0 && bytes > 0) {
       scratch_.push_back({hbm_of(w.rank_of(a.subject)), bytes / (t * kGB)});
     }
+    fit_alone(scratch_, 1.0, a.subject);
     run.flow = solver_.add_flow(scratch_, 1.0);
   }
   if (run.flow != kNoFlow) {
@@ -295,9 +341,13 @@ void ResourceContention::finished(const Activity& a) {
   const traces::Workload& w = *w_;
   if (a.instance) {
     CommInfo& c = comm_info(run.op);
-    solver_.set_bound(run.flow, 0.0);
-    c.parked.push_back(run.flow);
-    flow_parked_[run.flow] = 1;
+    if (run.parkable) {
+      solver_.set_bound(run.flow, 0.0);
+      c.parked.push_back(run.flow);
+      flow_parked_[run.flow] = 1;
+    } else {
+      solver_.remove_flow(run.flow);
+    }
     for (traces::OpId m : g_->members(a.subject)) {
       remove_comm(w.rank_of(m), m);
       Gpu& gpu = gpus_[w.rank_of(m)];
@@ -428,6 +478,7 @@ void ResourceContention::regrant(traces::Rank rank) {
       if (demand > 0) {
         scratch_.push_back({hbm_of(rank), demand});
       }
+      fit_alone(scratch_, bound, run.op);
       if (run.flow == kNoFlow) {
         run.flow = solver_.add_flow(scratch_, bound);
         bind_flow(gpu.kernels[k]);

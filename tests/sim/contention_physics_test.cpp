@@ -351,7 +351,7 @@ TEST(ContentionPhysics, EightGpusBehindOneNicShareIt) {
   EXPECT_GT(running_us(all.s, "s0") / running_us(alone.s, "s0"), 7.5);
 }
 
-TEST(ContentionPhysics, AKernelAndAnHbmBoundAllReduceSlowEachOther) {
+TEST(ContentionPhysics, AStreamingKernelAndAnAllReduceShareHbm) {
   // One H100 node, 8 ranks; each runs a memory-bound kernel (40 GB, elementwise) beside a 1 GiB
   // Ring/Simple all-reduce on 16 channels. L2 effects are switched off (l2_spill = l2_pollution =
   // 0) so that HBM alone couples them. The kernel alone draws d_k = 4 GB / T_k, the all-reduce
@@ -385,7 +385,8 @@ TEST(ContentionPhysics, AKernelAndAnHbmBoundAllReduceSlowEachOther) {
   const CollectiveModel& m = cost.collective_model(r.s.w, r.s.op("c0"));
   const CollectiveEstimate e = m.estimate(CollKind::kAllReduce, 1073741824, cfg);
   const double d_k = 4e10 / (t_k * 1e3);
-  const double d_c = e.gpu_bytes * m.hbm_per_payload_byte(CollKind::kAllReduce, cfg) / (t_c * 1e3);
+  const double d_c = e.gpu_bytes * m.hbm_per_payload_byte(CollKind::kAllReduce, cfg, 1073741824) /
+                     (t_c * 1e3);
   const double C = profile.gpu.hbm_GBps.value * profile.contention.hbm_efficiency.value;
   ASSERT_GT(d_k + d_c, C) << "the case needs HBM to be over-subscribed";
   const double p = C / (d_k + d_c);
@@ -396,6 +397,115 @@ TEST(ContentionPhysics, AKernelAndAnHbmBoundAllReduceSlowEachOther) {
   EXPECT_NEAR(running_us(r.s, "k0"), t_k + t_c * (1 / p - 1), 1e-3 * t_k);
   // Both slowed: communication by compute, and compute by communication.
   EXPECT_GT(running_us(r.s, "c0"), 1.05 * t_c);
+}
+
+TEST(ContentionPhysics, AMeasuredCollectiveDrawsWhatItsDurationSays) {
+  // Two 1 GiB all-reduces on two streams of 8 H100s, each given duration_us 100,000 (a trace's
+  // measurement): each moves 2 * 7/8 GiB per GPU in 100 ms, about 19 GB/s on ports of 354 GB/s,
+  // so they hardly contend, whatever the model's own (much shorter) time for them.
+  std::string ranks = "[";
+  for (int r = 0; r < 8; ++r) {
+    ranks += fmt::format(
+        R"({}{{"rank": {}, "streams": [
+          {{"stream": "a", "ops": [{{"id": "a{}", "kind": "allreduce", "group": "all",
+             "bytes": 1073741824, "duration_us": 100000}}]}},
+          {{"stream": "b", "ops": [{{"id": "b{}", "kind": "allreduce", "group": "all",
+             "bytes": 1073741824, "duration_us": 100000}}]}}]}})",
+        r ? "," : "", r, r, r);
+  }
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  const Ran r = run(cluster, calibrate::load_profile("h100-sxm"),
+                    test::workload(ranks + "]", R"({"all": [0,1,2,3,4,5,6,7]})"));
+  EXPECT_TRUE(r.violations.empty());
+  EXPECT_NEAR(running_us(r.s, "a0"), 100000, 1);
+  EXPECT_NEAR(running_us(r.s, "b0"), 100000, 1);
+}
+
+TEST(ContentionPhysics, ADurationFasterThanTheHardwareIsCappedAndWarned) {
+  // 1 GiB copied in 10 us is 215 TB/s of HBM traffic on an H100 that sustains 2.85 TB/s: the
+  // copy alone still takes its stated 10 us (its draw is capped at the capacity, not throttled
+  // further), and the model says why.
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  const calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
+  const traces::Workload w = test::workload(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+      {"id": "m", "kind": "memcpy", "bytes": 1073741824, "duration_us": 10}]}]}])");
+  const ModelCost cost(cluster, profile, w);
+  ResourceContention model(cost);
+  const test::Simulated s = test::simulate(w, SimOptions{&cost, &model});
+  EXPECT_NEAR(running_us(s, "m"), 10, 1e-3);
+  ASSERT_EQ(model.warning_count(), 1u);
+  EXPECT_NE(model.warnings().front().find("rank 0 HBM"), std::string::npos)
+      << model.warnings().front();
+}
+
+TEST(ContentionPhysics, ASendInALargeCommunicatorTakesItsOwnPath) {
+  // A send from GPU 8 to GPU 12 of two a40-nvlink nodes, inside a group {0, 8, 12}: its own path
+  // crosses node 1's xGMI (GPU 8 on socket 0, GPU 12 on socket 1), so alone it is bound there
+  // at 12.8 GB/s, and nothing slows it further: its running time is its time alone.
+  const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
+  std::string ranks = "[";
+  for (int r = 0; r < 16; ++r) {
+    const std::string op =
+        r == 8    ? R"({"id": "s", "kind": "send", "peer": 12, "group": "g", "bytes": 268435456})"
+        : r == 12 ? R"({"id": "rv", "kind": "recv", "peer": 8, "group": "g", "bytes": 268435456})"
+                  : fmt::format(R"({{"id": "i{}", "kind": "compute", "duration_us": 1}})", r);
+    ranks += fmt::format(R"({}{{"rank": {}, "streams": [{{"stream": "s", "ops": [{}]}}]}})",
+                         r ? "," : "", r, op);
+  }
+  const Ran r = run(cluster, calibrate::load_profile("a40"),
+                    test::workload(ranks + "]", R"({"g": [0, 8, 12]})"));
+  const traces::OpTimes& t = r.s.r.ops[r.s.op("s")];
+  EXPECT_EQ((t.end - t.start).count_ns(), t.alone.count_ns());
+  EXPECT_GT(t.alone.us(), 256.0 * kMiB / (12.8 * 1e3));
+}
+
+TEST(ContentionPhysics, NvlsAllGatherAndReduceScatterUseOppositeDirections) {
+  // NVLS AllGather sends S/n up each port and receives (n-1)/n S down; ReduceScatter the other
+  // way round. Together each direction carries S against (n-1)/n S for one alone: 8/7 = 1.14x the
+  // busiest direction, so both slow by far less than 2x.
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  std::string ranks = "[";
+  for (int r = 0; r < 8; ++r) {
+    ranks += fmt::format(
+        R"({}{{"rank": {}, "streams": [
+          {{"stream": "a", "ops": [{{"id": "ag{}", "kind": "allgather", "group": "all",
+             "bytes": 1073741824, "config": {{"algo": "NVLS", "proto": "Simple"}}}}]}},
+          {{"stream": "b", "ops": [{{"id": "rs{}", "kind": "reducescatter", "group": "all",
+             "bytes": 1073741824, "config": {{"algo": "NVLS", "proto": "Simple"}}}}]}}]}})",
+        r ? "," : "", r, r, r);
+  }
+  const Ran r = run(cluster, calibrate::load_profile("h100-sxm"),
+                    test::workload(ranks + "]", R"({"all": [0,1,2,3,4,5,6,7]})"));
+  EXPECT_TRUE(r.violations.empty());
+  const traces::OpTimes& t = r.s.r.ops[r.s.op("ag0")];
+  EXPECT_LT((t.end - t.start).us(), 1.2 * t.alone.us());
+  EXPECT_GT((t.end - t.start).us(), t.alone.us());
+}
+
+TEST(ContentionPhysics, SmallCollectivesDoNotPolluteTheL2) {
+  // 4 KiB all-reduces pinned to 32 channels of 2 MiB chunks put at most 4 KiB each in flight,
+  // not 4 x 32 x 2 MiB: a streaming kernel beside a hundred of them keeps its speed (to 0.1%).
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  std::string ranks = "[";
+  for (int r = 0; r < 2; ++r) {
+    std::string colls;
+    for (int i = 0; i < 100; ++i) {
+      colls += fmt::format(
+          R"({}{{"id": "c{}_{}", "kind": "allreduce", "group": "all", "bytes": 4096,
+             "config": {{"algo": "Ring", "proto": "Simple", "nchannels": 32}}}})",
+          i ? "," : "", r, i);
+    }
+    ranks += fmt::format(
+        R"({}{{"rank": {}, "streams": [
+          {{"stream": "k", "ops": [{{"id": "k{}", "kind": "compute", "flops": 1e9,
+             "bytes": 20000000000, "class": "elementwise"}}]}},
+          {{"stream": "c", "ops": [{}]}}]}})",
+        r ? "," : "", r, r, colls);
+  }
+  const Ran r = run(cluster, calibrate::load_profile("h100-sxm"),
+                    test::workload(ranks + "]", R"({"all": [0, 1]})"));
+  const traces::OpTimes& t = r.s.r.ops[r.s.op("k0")];
+  EXPECT_LT((t.end - t.start).us(), 1.001 * t.alone.us());
 }
 
 TEST(ContentionPhysics, AWaitingCollectiveHoldsSmsButMovesNothing) {

@@ -106,6 +106,12 @@ const Footprint& CommunicatorTraffic::tree() const {
 const Footprint& CommunicatorTraffic::nvls() const {
   return get(kNvls);
 }
+const Footprint& CommunicatorTraffic::nvls_up() const {
+  return get(kNvlsUp);
+}
+const Footprint& CommunicatorTraffic::nvls_down() const {
+  return get(kNvlsDown);
+}
 const Footprint& CommunicatorTraffic::all_to_all() const {
   return get(kAllToAll);
 }
@@ -180,6 +186,8 @@ Footprint CommunicatorTraffic::build(Which w) const {
       }
       break;
     case kNvls:
+    case kNvlsUp:
+    case kNvlsDown:
       for (const auto& [node, locals] : by_node_) {
         for (int g : locals) {
           const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
@@ -191,8 +199,12 @@ Footprint CommunicatorTraffic::build(Which w) const {
               continue;
             }
             const int up = direction(m, e.id, v);
-            acc.add(e.id, up, 1.0);
-            acc.add(e.id, 1 - up, 1.0);
+            if (w != kNvlsDown) {
+              acc.add(e.id, up, 1.0);
+            }
+            if (w != kNvlsUp) {
+              acc.add(e.id, 1 - up, 1.0);
+            }
             acc.intra_latency_us = std::max(acc.intra_latency_us, e.latency_us);
           }
         }

@@ -269,7 +269,59 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     }
   }
 
+  // Each rank runs on one GPU, whatever group names it, and no two ranks share one.
+  std::vector<std::uint32_t> rank_gpu(rank_count_);
+  std::iota(rank_gpu.begin(), rank_gpu.end(), 0u);
+  {
+    std::vector<std::int64_t> from(rank_count_, -1);  // the group that set rank_gpu[r]
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      const Group& g = groups_[gi];
+      if (g.gpus.empty()) {
+        continue;
+      }
+      for (std::size_t i = 0; i < g.ranks.size(); ++i) {
+        const Rank r = g.ranks[i];
+        if (from[r] >= 0 && rank_gpu[r] != g.gpus[i]) {
+          throw Error(fmt::format(
+              "{}rank {} runs on GPU {} in group '{}' but on GPU {} in group '{}' (the i-th rank "
+              "of a group runs on its i-th GPU)",
+              pre, r, rank_gpu[r], groups_[static_cast<std::size_t>(from[r])].name, g.gpus[i],
+              g.name));
+        }
+        rank_gpu[r] = g.gpus[i];
+        from[r] = static_cast<std::int64_t>(gi);
+      }
+    }
+    for (const Group& g : groups_) {
+      if (!g.gpus.empty()) {
+        continue;
+      }
+      for (Rank r : g.ranks) {
+        if (from[r] >= 0 && rank_gpu[r] != r) {
+          throw Error(fmt::format(
+              "{}rank {} runs on GPU {} in group '{}', but group '{}' lists its ranks without "
+              "'gpus' (which makes rank {} GPU {}): give '{}' its 'gpus' too",
+              pre, r, rank_gpu[r], groups_[static_cast<std::size_t>(from[r])].name, g.name, r, r,
+              g.name));
+        }
+      }
+    }
+    std::vector<std::uint32_t> sorted = rank_gpu;
+    std::sort(sorted.begin(), sorted.end());
+    if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
+      std::vector<Rank> on;
+      for (Rank r = 0; r < rank_count_; ++r) {
+        if (rank_gpu[r] == *dup) {
+          on.push_back(r);
+        }
+      }
+      throw Error(fmt::format("{}ranks {} would all run on GPU {}", pre, fmt::join(on, " and "),
+                              *dup));
+    }
+  }
+
   Workload w;
+  w.rank_gpu_ = std::move(rank_gpu);
   w.groups_ = std::move(groups_);
   w.streams_.resize(nstreams);
   w.rank_streams_.assign(rank_count_ + 1, 0);

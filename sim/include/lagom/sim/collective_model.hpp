@@ -71,6 +71,10 @@ class CollectiveModel {
   // must be legal (check with why_illegal first); a config the model cannot time (e.g. NVLS
   // without NVLink) is a lagom::Error.
   CollectiveEstimate estimate(CollKind kind, std::int64_t bytes, const CommConfig& config) const;
+  // A send of `bytes` from cluster GPU `from_gpu` to `to_gpu` (both of this communicator), on
+  // their own path.
+  CollectiveEstimate estimate_p2p(std::int64_t bytes, const CommConfig& config, int from_gpu,
+                                  int to_gpu) const;
 
   const topologies::CommunicatorInfo& communicator() const { return comm_; }
 
@@ -87,12 +91,13 @@ class CollectiveModel {
 
   // HBM bytes per payload byte on each GPU: comm_hbm_reduce (reducing kinds) or comm_hbm_copy
   // touches, over the protocol's wire efficiency, plus the L2 spill once its in-flight chunks
-  // (4 * nc * C) exceed L2 (contention section of the profile; docs/models.md §6).
-  double hbm_per_payload_byte(CollKind kind, const CommConfig& config) const;
+  // (4 * nc * C, at most what a GPU moves of a collective of `bytes`) exceed L2 (contention
+  // section of the profile; docs/models.md §6).
+  double hbm_per_payload_byte(CollKind kind, const CommConfig& config, std::int64_t bytes) const;
 
  private:
   CollectiveEstimate plan(CollKind kind, std::int64_t bytes, const CommConfig& config,
-                          std::vector<Share>* shares) const;
+                          std::vector<Share>* shares, const topologies::Footprint* path) const;
 
   const calibrate::HardwareProfile& profile_;
   topologies::CommunicatorInfo comm_;

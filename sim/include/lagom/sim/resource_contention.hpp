@@ -78,8 +78,16 @@ class ResourceContention final : public ContentionModel {
   // returns "" when there is none.
   std::string check_invariants() const;
 
+  // Inputs the physics had to correct, for the command to print: ops whose duration_us says they
+  // moved bytes faster than a resource allows alone (their draw there is capped at its capacity,
+  // so they run at their stated speed), and GPUs asked to hold more NCCL CTAs than they have
+  // SMs. The first few, and how many in all.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  std::uint64_t warning_count() const { return warning_count_; }
+
  private:
   struct CommInfo {
+    double time_us = 0;  // the collective model's time alone (what `uses` are rated at)
     int nchannels = 0;
     int nthreads = 0;
     double in_flight_bytes = 0;             // 4 * channels * chunk
@@ -110,6 +118,7 @@ class ResourceContention final : public ContentionModel {
     bool dirty = false;
     // What the kernels' grants were computed from, to skip a regrant that would change nothing.
     bool kernels_changed = true;
+    bool warned_ctas = false;
     int granted_ctas = -1;
     int granted_threads = -1;
     double granted_in_flight = -1;
@@ -133,6 +142,7 @@ class ResourceContention final : public ContentionModel {
     int beside_threads = -1;     // blocks_beside_comm(shape, beside_threads) = beside
     int beside = 0;
     bool unrated = false;        // started, rate not reported yet (duration-only kernels)
+    bool parkable = false;       // an instance flow with its CommInfo's own uses
     bool alive = false;
   };
   int beside_of(Running& run, int comm_threads) const;
@@ -140,6 +150,9 @@ class ResourceContention final : public ContentionModel {
   CommInfo& comm_info(traces::OpId op);
   void mark(traces::Rank rank);
   void add_comm(traces::Rank rank, traces::OpId op);
+  // Caps each demand so that the flow alone, at `bound`, fits every resource; warns for `op`.
+  void fit_alone(std::vector<FlowSolver::Use>& uses, double bound, traces::OpId op);
+  void warn(std::string message);
   void bind_flow(std::uint32_t slot);
   void remove_comm(traces::Rank rank, traces::OpId op);
   void regrant(traces::Rank rank);
@@ -162,6 +175,8 @@ class ResourceContention final : public ContentionModel {
   std::vector<FlowSolver::FlowId> changed_;
   std::vector<std::uint32_t> direct_;  // duration-only kernels whose rate (= bound) changed
   std::vector<FlowSolver::Use> scratch_;
+  std::vector<std::string> warnings_;
+  std::uint64_t warning_count_ = 0;
   struct Scratch {
     std::vector<int> need, full, beside, need_shared, on_shared;
   };

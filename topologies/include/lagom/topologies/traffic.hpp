@@ -18,7 +18,9 @@
 //  * chain: NCCL's intra-node chain of Tree, U up (i -> i+1) and U down (i+1 -> i) on each edge.
 //  * tree: NCCL's Tree AllReduce of U bytes: the chain, plus 2(N-1)/N U per node each way
 //    between N nodes (network pattern).
-//  * nvls: every rank to the NVSwitch and back, U each way on its NVLink ports.
+//  * nvls: every rank to the NVSwitch and back, U each way on its NVLink ports; nvls_up and
+//    nvls_down are its two directions alone (NVLS AllGather multicasts a rank's shard up and
+//    receives the others' down; ReduceScatter the other way round).
 //  * all_to_all: every rank sends U/n to every other rank (n-1 shares: intra-node pairs by their
 //    routes, remote ones through the sender's and the receiver's NICs).
 //  * pair(a, b): U from a to b along Cluster::path.
@@ -68,6 +70,8 @@ class CommunicatorTraffic {
   const Footprint& chain() const;
   const Footprint& tree() const;
   const Footprint& nvls() const;
+  const Footprint& nvls_up() const;    // GPU -> switch only
+  const Footprint& nvls_down() const;  // switch -> GPU only
   const Footprint& all_to_all() const;
   // U from `from` to `to` (cluster ranks); not cached.
   Footprint pair(int from, int to) const;
@@ -77,7 +81,7 @@ class CommunicatorTraffic {
   int nodes() const { return static_cast<int>(by_node_.size()); }
 
  private:
-  enum Which { kRing, kNetwork, kChain, kTree, kNvls, kAllToAll, kCount };
+  enum Which { kRing, kNetwork, kChain, kTree, kNvls, kNvlsUp, kNvlsDown, kAllToAll, kCount };
   const Footprint& get(Which w) const;
   Footprint build(Which w) const;
 

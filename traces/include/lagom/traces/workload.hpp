@@ -129,6 +129,9 @@ class Workload {
   StreamId first_stream(Rank r) const { return rank_streams_[r]; }
   StreamId last_stream(Rank r) const { return rank_streams_[r + 1]; }
   std::span<const Group> groups() const { return groups_; }
+  // The cluster GPU rank r runs on: its GPU in the groups that carry 'gpus' (the i-th rank of a
+  // group runs on its i-th GPU), else r itself. The same in every group (checked when built).
+  std::uint32_t gpu_of(Rank r) const { return rank_gpu_[r]; }
   const Group& group_info(GroupId g) const { return groups_[static_cast<std::size_t>(g)]; }
   std::optional<GroupId> find_group(std::string_view name) const;
 
@@ -168,6 +171,7 @@ class Workload {
   friend class WorkloadBuilder;
 
   std::vector<Group> groups_;
+  std::vector<std::uint32_t> rank_gpu_;
   std::vector<Stream> streams_;
   std::vector<StreamId> rank_streams_{0};  // rank r owns streams [rank_streams_[r], [r+1])
 
