@@ -109,9 +109,17 @@ class Run {
     }
     // The plan's own evaluation: reused when it was the last or the best one simulated; otherwise
     // one more, which the walks keep inside the budget (spent() reserves it).
-    const Evaluation final_eval = best == last_configs_   ? last_
-                                  : best == best_configs_ ? best_
-                                                          : evaluate(best);
+    Evaluation final_eval = best == last_configs_   ? last_
+                            : best == best_configs_ ? best_
+                                                    : evaluate(best);
+    // Lagom optimises the step, so it can always keep NCCL's own choice: a walk that ends slower
+    // than NCCL (a step that helped one collective's group and hurt the step elsewhere) gives
+    // NCCL's plan back. AutoCCL optimises each collective's own time and may lose to NCCL, as the
+    // paper reports; it keeps its answer.
+    if (o_.method == Method::kLagom && final_eval.step_time > nccl_eval_.step_time) {
+      best = nccl;
+      final_eval = nccl_eval_;
+    }
     SearchResult r;
     r.method = o_.method;
     r.step_time = final_eval.step_time;

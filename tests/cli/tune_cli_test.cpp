@@ -375,6 +375,17 @@ TEST(TuneCli, UnwritableOutputIsAnError) {
   EXPECT_TRUE(contains(r.err, "/nonexistent/dir/p.json")) << r.err;
 }
 
+TEST(TuneCli, LagomIsNeverSlowerThanNccl) {
+  // OLMoE with two-batch expert parallelism on one node of cluster A: Lagom's walk there ends
+  // slower than NCCL's own choice (a channel step that helps its group hurts the step), so it
+  // keeps NCCL's plan: the step it reports is never longer than NCCL's.
+  const nlohmann::json j = json_of(run_lagom(
+      {"tune", "--model", "olmoe-1b-7b", "--parallel", "ep=8", "--mbs", "2", "--gbs", "16",
+       "--overlap", "two-batch", "--cluster", "a40-nvlink", "--method", "lagom", "--json"}));
+  EXPECT_LE(j["step_time_us"].get<double>(), j["nccl_step_time_us"].get<double>());
+  EXPECT_GE(j["speedup_vs_nccl"].get<double>(), 1.0);
+}
+
 // --- sensitivity ----------------------------------------------------------------------------
 
 TEST(SensitivityCli, JsonListsEveryPriorWithItsScaledOutcomes) {
