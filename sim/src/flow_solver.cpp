@@ -155,7 +155,9 @@ void FlowSolver::set_bound(FlowId f, double bound) {
   touch(f);
 }
 
-void FlowSolver::renew(FlowId f, double bound) {
+void FlowSolver::renew(FlowId f, double bound, double weight) {
+  check_number(weight, "a flow's weight", true);
+  flows_[f].weight = weight;
   set_bound(f, bound);
   flows_[f].fresh = true;
   touch(f);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "lagom/common/error.hpp"
@@ -43,6 +44,7 @@ void water_fill(int capacity, const std::vector<int>& need, std::vector<int>& go
 
 constexpr double kGB = 1e3;  // bytes per us in one GB/s
 constexpr FlowSolver::FlowId kNoFlow = 0xffffffffu;
+constexpr std::size_t kKeptWarnings = 5;
 
 }  // namespace
 
@@ -159,6 +161,10 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
       c.uses.push_back(FlowSolver::Use{r, d});
     }
   }
+  c.margin = std::numeric_limits<double>::infinity();
+  for (const FlowSolver::Use& u : c.uses) {
+    c.margin = std::min(c.margin, solver_.capacity(u.resource) / u.demand);
+  }
   CommInfo* stored = &comm_.emplace(key, std::move(c)).first->second;
   by_op_[op] = stored;
   last_key_ = key;
@@ -167,7 +173,7 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
 }
 
 void ResourceContention::warn(std::string message) {
-  if (warnings_.size() < 5) {
+  if (warnings_.size() < kKeptWarnings) {
     warnings_.push_back(std::move(message));
   }
   ++warning_count_;
@@ -176,12 +182,17 @@ void ResourceContention::warn(std::string message) {
 void ResourceContention::fit_alone(std::vector<FlowSolver::Use>& uses, double bound,
                                    traces::OpId op) {
   bool warned = false;
+  bool named = false;  // only the first few warnings are written out (formatting is not free)
   for (FlowSolver::Use& u : uses) {
     const double cap = solver_.capacity(u.resource);
     if (u.demand * bound > cap * (1 + 1e-9)) {
       if (!warned) {
         warned = true;
-        warn(fmt::format(
+        ++warning_count_;
+      }
+      if (warned && warnings_.size() < kKeptWarnings && !named) {
+        named = true;
+        warnings_.push_back(fmt::format(
             "{}: its duration_us means {:.4g} GB/s through {}, which carries {:.4g} GB/s: capped "
             "there (and wherever else it exceeds a capacity), so it runs at its stated speed; the "
             "workload's bytes or duration, or the cluster, is off",
@@ -239,6 +250,8 @@ void ResourceContention::started(const Activity& a) {
   run.kernel = false;
   run.alive = false;
   run.flow = kNoFlow;
+  run.scale = 1;
+  run.pool = nullptr;
   run.grant = SmGrant{};
   run.bound = 1;
   run.hbm_demand = 0;
@@ -262,23 +275,31 @@ void ResourceContention::started(const Activity& a) {
     const double scale = given_ns == traces::kNoDuration || given_ns <= 0 || c.time_us <= 0
                              ? 1.0
                              : c.time_us / (static_cast<double>(given_ns) / 1e3);
-    if (scale == 1.0 && !c.parked.empty()) {
-      run.flow = c.parked.back();
-      c.parked.pop_back();
-      flow_parked_[run.flow] = 0;
-      solver_.renew(run.flow, 1.0);
-    } else if (scale == 1.0) {
-      run.flow = solver_.add_flow(c.uses, 1.0);
-      run.parkable = true;
+    // A measured instance whose bytes fit the hardware alone shares the model's flow, in model
+    // units: bound and weight `scale`, so that at full speed it moves its bytes in its own time
+    // and max-min fairness treats its speed like anyone's. One that does not fit gets its own
+    // flow with the demands capped (fit_alone warns).
+    if (scale <= c.margin) {
+      run.scale = scale;
+      if (!c.parked.empty()) {
+        run.flow = c.parked.back();
+        c.parked.pop_back();
+        flow_parked_[run.flow] = 0;
+        solver_.renew(run.flow, scale, scale);
+      } else {
+        run.flow = solver_.add_flow(c.uses, scale, scale);
+      }
+      run.pool = &c.parked;
     } else {
+      run.scale = 1;
       scratch_.assign(c.uses.begin(), c.uses.end());
       for (FlowSolver::Use& u : scratch_) {
         u.demand *= scale;
       }
       fit_alone(scratch_, 1.0, key_op);
       run.flow = solver_.add_flow(scratch_, 1.0);
+      run.pool = nullptr;
     }
-    run.parkable = scale == 1.0;
     for (traces::OpId m : members) {
       Gpu& gpu = gpus_[w.rank_of(m)];
       if (std::find(gpu.comms.begin(), gpu.comms.end(), m) == gpu.comms.end()) {
@@ -340,10 +361,10 @@ void ResourceContention::finished(const Activity& a) {
   run.alive = false;
   const traces::Workload& w = *w_;
   if (a.instance) {
-    CommInfo& c = comm_info(run.op);
-    if (run.parkable) {
+    const CommInfo& c = comm_info(run.op);
+    if (run.pool != nullptr) {
       solver_.set_bound(run.flow, 0.0);
-      c.parked.push_back(run.flow);
+      run.pool->push_back(run.flow);
       flow_parked_[run.flow] = 1;
     } else {
       solver_.remove_flow(run.flow);
@@ -501,7 +522,8 @@ void ResourceContention::rates(std::vector<RateChange>& out) {
   solver_.solve(changed_);
   for (FlowSolver::FlowId f : changed_) {
     if (!flow_parked_[f]) {
-      out.push_back(RateChange{slot_of_flow_[f], std::min(1.0, solver_.rate(f))});
+      const std::uint32_t slot = slot_of_flow_[f];
+      out.push_back(RateChange{slot, std::min(1.0, solver_.rate(f) / running_[slot].scale)});
     }
   }
   for (std::uint32_t slot : direct_) {
@@ -555,10 +577,11 @@ std::string ResourceContention::check_invariants() const {
         flow_parked_[run.flow]) {
       continue;
     }
-    const double rate = solver_.rate(run.flow);
-    if (rate > solver_.bound(run.flow) * (1 + 1e-9) || solver_.bound(run.flow) > 1.0) {
+    const double rate = solver_.rate(run.flow) / run.scale;
+    const double bound = solver_.bound(run.flow) / run.scale;
+    if (rate > bound * (1 + 1e-9) || bound > 1.0 + 1e-12) {
       return fmt::format("{} runs at {} of its speed alone, above its bound {}",
-                         w_->describe(run.op), rate, solver_.bound(run.flow));
+                         w_->describe(run.op), rate, bound);
     }
   }
   const int sms = models_.compute().sms();

@@ -56,7 +56,7 @@ class FlowSolver {
   void set_bound(FlowId f, double bound);
   // As set_bound, and the next solve() reports the flow as changed whatever its rate (for a flow
   // the caller reuses for a new activity).
-  void renew(FlowId f, double bound);
+  void renew(FlowId f, double bound, double weight = 1.0);
   // The id may be reused by a later add_flow.
   void remove_flow(FlowId f);
 

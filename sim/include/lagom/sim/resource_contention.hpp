@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +93,9 @@ class ResourceContention final : public ContentionModel {
     int nthreads = 0;
     double in_flight_bytes = 0;             // 4 * channels * chunk
     std::vector<FlowSolver::Use> uses;      // at rate 1
+    // The most any instance may be sped up before some resource alone cannot carry it:
+    // min over uses of capacity / demand (>= 1 for the model's own time).
+    double margin = 0;
     // Flows of finished instances, kept at bound 0 for the next instance with these uses
     // (re-bounding a flow is cheaper than building it again).
     std::vector<FlowSolver::FlowId> parked;
@@ -142,7 +146,10 @@ class ResourceContention final : public ContentionModel {
     int beside_threads = -1;     // blocks_beside_comm(shape, beside_threads) = beside
     int beside = 0;
     bool unrated = false;        // started, rate not reported yet (duration-only kernels)
-    bool parkable = false;       // an instance flow with its CommInfo's own uses
+    std::vector<FlowSolver::FlowId>* pool = nullptr;  // an instance's: where its flow is parked
+    // An instance's solver rate is in units of its model time; its own (measured) time is
+    // `scale` times shorter, so its speed relative to alone is the solver rate / scale.
+    double scale = 1;
     bool alive = false;
   };
   int beside_of(Running& run, int comm_threads) const;
