@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <string>
 
 #include "lagom/calibrate/hardware_profile.hpp"
 #include "lagom/sim/engine.hpp"
@@ -16,22 +17,34 @@ namespace lagom::bench {
 namespace {
 
 // 64 ranks on 8 dgx-h100 nodes (TP 8 inside a node, DP 8 across), 64 layers: every TP
-// all-reduce and DP reduce-scatter overlaps compute on the other stream.
+// all-reduce and DP reduce-scatter overlaps compute on the other stream. With measured
+// collective durations (the synthetic default, shorter than the model's) the contention model
+// runs every collective as a capped flow; with model-timed collectives it runs them as the
+// collective model's own flows, the case a real trace or generator step produces.
 struct Setup {
-  traces::Workload w = synthetic_step({64, 64, 8, 1});
-  traces::ExecutionGraph g = traces::analyze(w);
-  topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 8);
-  calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
-  sim::ModelCost cost{cluster, profile, w};
+  explicit Setup(bool comm_durations)
+      : w(synthetic_step({64, 64, 8, 1, comm_durations})),
+        g(traces::analyze(w)),
+        cluster(topologies::load_cluster("dgx-h100", 8)),
+        profile(calibrate::load_profile("h100-sxm")),
+        cost(cluster, profile, w) {}
+  traces::Workload w;
+  traces::ExecutionGraph g;
+  topologies::Cluster cluster;
+  calibrate::HardwareProfile profile;
+  sim::ModelCost cost;
 };
 
-const Setup& setup() {
-  static const Setup s;
-  return s;
+const Setup& setup(bool comm_durations) {
+  static const Setup measured(true);
+  static const Setup modelled(false);
+  return comm_durations ? measured : modelled;
 }
 
+// Arg 0: contention off/on; arg 1: collectives measured (1) or model-timed (0).
 void BM_Contention(benchmark::State& state) {
-  const Setup& s = setup();
+  const bool measured = state.range(1) != 0;
+  const Setup& s = setup(measured);
   const bool on = state.range(0) != 0;
   std::uint64_t records = 2ULL * s.w.op_count();
   for (auto _ : state) {
@@ -46,9 +59,15 @@ void BM_Contention(benchmark::State& state) {
     state.counters["stale_events"] = static_cast<double>(r.stale_events);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(records * state.iterations()));
-  state.SetLabel(on ? "contention on" : "contention off");
+  state.SetLabel(std::string(on ? "contention on" : "contention off") +
+                 (measured ? ", measured collectives" : ", model-timed collectives"));
 }
-BENCHMARK(BM_Contention)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Contention)
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace lagom::bench

@@ -52,6 +52,9 @@ traces::Workload synthetic_step(const SyntheticSpec& spec) {
     ar[l] = comm_ns(rng);
     rs[l] = comm_ns(rng);
   }
+  auto comm_duration = [&](std::int64_t ns) {
+    return spec.comm_durations ? ns : traces::kNoDuration;
+  };
   for (traces::Rank r = 0; r < spec.ranks; ++r) {
     const traces::StreamId compute = b.add_stream(r, "compute");
     const traces::StreamId comm = b.add_stream(r, "comm");
@@ -68,8 +71,8 @@ traces::Workload synthetic_step(const SyntheticSpec& spec) {
         b.add_dep(f, prev_ar);
       }
       if (tp > 1) {
-        prev_ar = b.add_op(
-            comm, OpSpec{OpKind::kAllReduce, 1 << 24, tp_group[r], traces::kNoPeer, ar[l]});
+        prev_ar = b.add_op(comm, OpSpec{OpKind::kAllReduce, 1 << 24, tp_group[r], traces::kNoPeer,
+                                        comm_duration(ar[l])});
         b.add_dep(prev_ar, f);
         have_ar = true;
       }
@@ -79,8 +82,8 @@ traces::Workload synthetic_step(const SyntheticSpec& spec) {
       const traces::OpId bw = b.add_op(
           compute, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, jit(2 * fwd[l])});
       if (dp > 1) {
-        const traces::OpId red = b.add_op(
-            comm, OpSpec{OpKind::kReduceScatter, 1 << 26, dp_group[r], traces::kNoPeer, rs[l]});
+        const traces::OpId red = b.add_op(comm, OpSpec{OpKind::kReduceScatter, 1 << 26, dp_group[r],
+                                                       traces::kNoPeer, comm_duration(rs[l])});
         b.add_dep(red, bw);
       } else {
         b.add_op(compute, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, rs[l]});

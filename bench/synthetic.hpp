@@ -16,6 +16,10 @@ struct SyntheticSpec {
   std::uint32_t layers = 32;  // ops per rank = 4 * layers
   std::uint32_t tp = 8;       // tensor-parallel group size (consecutive ranks); capped at ranks
   std::uint64_t seed = 1;
+  // Collectives carry their drawn durations (true) or none, leaving them to the collective
+  // model (false). Drawn durations are shorter than the model's for their sizes, so with the
+  // contention model they run as capped flows and are warned about; false is the physical case.
+  bool comm_durations = true;
 };
 
 traces::Workload synthetic_step(const SyntheticSpec& spec);

@@ -134,10 +134,37 @@ FlowSolver::FlowId FlowSolver::add_flow(std::span<const Use> uses, double bound,
 
 void FlowSolver::update_flow(FlowId f, std::span<const Use> uses, double bound) {
   check_number(bound, "a flow's bound", false);
-  detach(f);
-  flows_[f].bound = bound;
-  attach(f, uses);
+  if (!redemand(f, uses, bound)) {
+    detach(f);
+    flows_[f].bound = bound;
+    attach(f, uses);
+  }
   touch(f);
+}
+
+// The common update keeps the resources and changes the demands: done in place, without
+// unlinking the flow from its resources' user lists.
+bool FlowSolver::redemand(FlowId f, std::span<const Use> uses, double bound) {
+  Flow& fl = flows_[f];
+  if (uses.size() != fl.uses.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    const Use& u = uses[i];
+    if (u.resource != fl.uses[i].resource ||
+        !(u.demand > 0 && u.demand < std::numeric_limits<double>::infinity())) {
+      return false;  // another resource, a zero demand to drop, or a bad number to report
+    }
+  }
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    Entry& e = fl.uses[i];
+    Resource& r = resources_[e.resource];
+    r.at_bounds += uses[i].demand * bound - e.demand * fl.bound;
+    e.demand = uses[i].demand;
+    note(e.resource);
+  }
+  fl.bound = bound;
+  return true;
 }
 
 void FlowSolver::set_bound(FlowId f, double bound) {
@@ -161,6 +188,13 @@ void FlowSolver::renew(FlowId f, double bound, double weight) {
   set_bound(f, bound);
   flows_[f].fresh = true;
   touch(f);
+}
+
+void FlowSolver::renew(FlowId f, std::span<const Use> uses, double bound, double weight) {
+  check_number(weight, "a flow's weight", true);
+  flows_[f].weight = weight;
+  update_flow(f, uses, bound);
+  flows_[f].fresh = true;
 }
 
 void FlowSolver::remove_flow(FlowId f) {

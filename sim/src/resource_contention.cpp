@@ -277,29 +277,35 @@ void ResourceContention::started(const Activity& a) {
                              : c.time_us / (static_cast<double>(given_ns) / 1e3);
     // A measured instance whose bytes fit the hardware alone shares the model's flow, in model
     // units: bound and weight `scale`, so that at full speed it moves its bytes in its own time
-    // and max-min fairness treats its speed like anyone's. One that does not fit gets its own
-    // flow with the demands capped (fit_alone warns).
-    if (scale <= c.margin) {
-      run.scale = scale;
-      if (!c.parked.empty()) {
-        run.flow = c.parked.back();
-        c.parked.pop_back();
-        flow_parked_[run.flow] = 0;
-        solver_.renew(run.flow, scale, scale);
-      } else {
-        run.flow = solver_.add_flow(c.uses, scale, scale);
-      }
-      run.pool = &c.parked;
-    } else {
-      run.scale = 1;
+    // and max-min fairness treats its speed like anyone's. One that does not fit crosses the
+    // same resources with its demands capped (fit_alone warns). Either reuses a parked flow of
+    // this communication when there is one (same resources, so renewed in place).
+    const bool fits = scale <= c.margin;
+    std::span<const FlowSolver::Use> uses = c.uses;
+    if (!fits) {
       scratch_.assign(c.uses.begin(), c.uses.end());
       for (FlowSolver::Use& u : scratch_) {
         u.demand *= scale;
       }
       fit_alone(scratch_, 1.0, key_op);
-      run.flow = solver_.add_flow(scratch_, 1.0);
-      run.pool = nullptr;
+      uses = scratch_;
     }
+    run.scale = fits ? scale : 1.0;
+    if (!c.parked.empty()) {
+      run.flow = c.parked.back();
+      c.parked.pop_back();
+      flow_parked_[run.flow] = 0;
+      if (fits && flow_capped_[run.flow] == 0) {
+        solver_.renew(run.flow, scale, scale);
+      } else {
+        solver_.renew(run.flow, uses, run.scale, run.scale);
+      }
+    } else {
+      run.flow = solver_.add_flow(uses, run.scale, run.scale);
+    }
+    run.pool = &c.parked;
+    bind_flow(a.slot);
+    flow_capped_[run.flow] = fits ? 0 : 1;
     for (traces::OpId m : members) {
       Gpu& gpu = gpus_[w.rank_of(m)];
       if (std::find(gpu.comms.begin(), gpu.comms.end(), m) == gpu.comms.end()) {
@@ -352,6 +358,7 @@ void ResourceContention::bind_flow(std::uint32_t slot) {
   if (f >= slot_of_flow_.size()) {
     slot_of_flow_.resize(f + 1);
     flow_parked_.resize(f + 1, 0);
+    flow_capped_.resize(f + 1, 0);
   }
   slot_of_flow_[f] = slot;
 }

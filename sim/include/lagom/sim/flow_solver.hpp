@@ -57,6 +57,8 @@ class FlowSolver {
   // As set_bound, and the next solve() reports the flow as changed whatever its rate (for a flow
   // the caller reuses for a new activity).
   void renew(FlowId f, double bound, double weight = 1.0);
+  // As renew, with new uses too.
+  void renew(FlowId f, std::span<const Use> uses, double bound, double weight = 1.0);
   // The id may be reused by a later add_flow.
   void remove_flow(FlowId f);
 
@@ -115,6 +117,7 @@ class FlowSolver {
 
   void attach(FlowId f, std::span<const Use> uses);
   void detach(FlowId f);
+  bool redemand(FlowId f, std::span<const Use> uses, double bound);
   void touch(FlowId f);
   void fill(const std::vector<FlowId>& flows, const std::vector<ResourceId>& constraints);
   bool is_over(const Resource& r) const;

@@ -179,6 +179,7 @@ class ResourceContention final : public ContentionModel {
   std::vector<Running> running_;                 // by engine slot
   std::vector<std::uint32_t> slot_of_flow_;      // by flow id
   std::vector<char> flow_parked_;                // by flow id
+  std::vector<char> flow_capped_;                // by flow id: an instance's, with capped uses
   std::vector<FlowSolver::FlowId> changed_;
   std::vector<std::uint32_t> direct_;  // duration-only kernels whose rate (= bound) changed
   std::vector<FlowSolver::Use> scratch_;
