@@ -231,7 +231,7 @@ TEST(FlowSolver, RandomSystemsAreMaxMinFairAndIncrementalEqualsFromScratch) {
     }
     std::vector<FlowSolver::FlowId> ids;
     std::vector<RandomFlow> spec;
-    std::uniform_int_distribution<int> op(0, 9);
+    std::uniform_int_distribution<int> op(0, 11);
     for (int step = 0; step < 25; ++step) {
       const int o = op(rng);
       if (o < 5 || ids.empty()) {
@@ -242,10 +242,29 @@ TEST(FlowSolver, RandomSystemsAreMaxMinFairAndIncrementalEqualsFromScratch) {
         inc.remove_flow(ids[k]);
         ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(k));
         spec.erase(spec.begin() + static_cast<std::ptrdiff_t>(k));
-      } else {
+      } else if (o == 8) {
         const std::size_t k = std::uniform_int_distribution<std::size_t>(0, ids.size() - 1)(rng);
         spec[k].bound = std::uniform_real_distribution<double>(0.5, 20.0)(rng);
         inc.set_bound(ids[k], spec[k].bound);
+      } else {
+        // New demands on the same resources (updated in place), or other resources altogether;
+        // renew also changes the weight.
+        const std::size_t k = std::uniform_int_distribution<std::size_t>(0, ids.size() - 1)(rng);
+        RandomFlow next = random_flow(rng, nres);
+        if (o == 9) {
+          next.uses.resize(spec[k].uses.size());
+          for (std::size_t u = 0; u < spec[k].uses.size(); ++u) {
+            next.uses[u] = Use{spec[k].uses[u].resource,
+                               std::uniform_real_distribution<double>(0.1, 3.0)(rng)};
+          }
+        }
+        next.weight = o == 11 ? next.weight : spec[k].weight;
+        spec[k] = next;
+        if (o == 11) {
+          inc.renew(ids[k], next.uses, next.bound, next.weight);
+        } else {
+          inc.update_flow(ids[k], next.uses, next.bound);
+        }
       }
       solve(inc);
       const std::string what = "trial " + std::to_string(trial) + " step " + std::to_string(step);
