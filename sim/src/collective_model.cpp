@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "lagom/common/error.hpp"
@@ -37,27 +38,13 @@ double wire_efficiency(Protocol p) {
 
 namespace {
 
+// The profile's link parameters cover NVLink, PCIe and the network; the CPU interconnect (a
+// PCIe root-complex path) takes PCIe's.
 LinkKind link_kind_of(const std::optional<LinkClass>& c) {
   if (!c || *c == LinkClass::kNvlink) {
     return LinkKind::kNvlink;
   }
   return *c == LinkClass::kNetwork ? LinkKind::kNetwork : LinkKind::kPcie;
-}
-
-// The profile's link parameters cover NVLink, PCIe and the network; the CPU interconnect (a
-// PCIe root-complex path) takes PCIe's.
-const char* link_class_name(LinkClass c) {
-  switch (c) {
-    case LinkClass::kNvlink:
-      return "nvlink";
-    case LinkClass::kPcie:
-      return "pcie";
-    case LinkClass::kCpuInterconnect:
-      return "cpu-interconnect";
-    case LinkClass::kNetwork:
-      return "network";
-  }
-  return "?";
 }
 
 std::int64_t ceil_div(double a, double b) {
@@ -74,7 +61,7 @@ int ceil_log2(int x) {
 
 // One resource the collective's bytes must cross, per GPU (or per node) and direction.
 struct Load {
-  const char* name;
+  std::string_view name;
   double bytes;
   double capacity_GBps;  // after protocol wire efficiency
 };
@@ -207,7 +194,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
         const auto cls = static_cast<LinkClass>(c);
         const double eff = cp.link(link_kind_of(cls)).efficiency.value;
         // Bytes through the busiest link of the class, at its effective bandwidth.
-        loads.push_back({link_class_name(cls), volume * f.worst_per_byte[c],
+        loads.push_back({topologies::to_string(cls), volume * f.worst_per_byte[c],
                          eff * wire * f.worst_per_byte[c] / f.worst[c]});
       }
     }
