@@ -1,0 +1,137 @@
+// Golden scenarios, in the style of SimGrid's .tesh files: each tests/golden/*.tesh holds comment
+// lines (#), one command line ($ lagom ...), the exact standard output it prints and, after a
+// "--- stderr" line, the exact standard error. A behaviour change of any kind (a number, a
+// warning, a column) shows up as a diff here. Two things that differ between builds are masked
+// before comparing: the git revision (banner and JSON context) and the wall time a search
+// reports.
+//
+// LAGOM_UPDATE_GOLDEN=1 rewrites the files from what the binary prints (review the diff).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+namespace lagom::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kStderrMarker = "--- stderr\n";
+
+struct Scenario {
+  fs::path file;
+  std::vector<std::string> comments;
+  std::string command;  // after "$ lagom "
+  std::string expected_out;
+  std::string expected_err;
+};
+
+fs::path golden_dir() {
+  return fs::path(LAGOM_SOURCE_DIR) / "tests" / "golden";
+}
+
+std::vector<fs::path> scenario_files() {
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(golden_dir())) {
+    if (e.path().extension() == ".tesh") {
+      files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Scenario read_scenario(const fs::path& file) {
+  Scenario s{file, {}, {}, {}, {}};
+  std::istringstream in(slurp(file));
+  std::string line;
+  while (std::getline(in, line) && !line.starts_with("$ ")) {
+    s.comments.push_back(line);
+  }
+  if (!line.starts_with("$ lagom ")) {
+    ADD_FAILURE() << file << ": no '$ lagom ...' command line";
+    return s;
+  }
+  s.command = line.substr(8);
+  std::string rest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t marker = rest.find(kStderrMarker);
+  s.expected_out = rest.substr(0, marker);
+  if (marker != std::string::npos) {
+    s.expected_err = rest.substr(marker + kStderrMarker.size());
+  }
+  return s;
+}
+
+// Whitespace-separated words; the scenarios quote nothing.
+std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> words;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) {
+    words.push_back(w);
+  }
+  return words;
+}
+
+// The banner's revision ("lagom 0.1.0 (6c1aa388292e-dirty) simulate") and a search's wall time
+// ("17 evaluations in 51 ms") change from build to build; nothing else may.
+std::string mask(const std::string& text) {
+  static const std::regex banner(R"(lagom (\S+) \([0-9a-f]{12}(-dirty)?\) )");
+  static const std::regex unknown_banner(R"(lagom (\S+) \(unknown\) )");
+  static const std::regex json_sha(R"("git_sha": "[^"]*")");
+  static const std::regex wall(R"(evaluations in [0-9.]+ (ms|s)\b)");
+  std::string out = std::regex_replace(text, banner, "lagom $1 (<git>) ");
+  out = std::regex_replace(out, json_sha, R"("git_sha": "<git>")");
+  out = std::regex_replace(out, unknown_banner, "lagom $1 (<git>) ");
+  return std::regex_replace(out, wall, "evaluations in <wall>");
+}
+
+class Golden : public ::testing::TestWithParam<fs::path> {};
+
+TEST_P(Golden, OutputIsUnchanged) {
+  const Scenario s = read_scenario(GetParam());
+  ASSERT_FALSE(s.command.empty());
+  const CliRun run = run_lagom(split_words(s.command));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string out = mask(run.out);
+  const std::string err = mask(run.err);
+  if (std::getenv("LAGOM_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream f(s.file, std::ios::binary);
+    for (const std::string& c : s.comments) {
+      f << c << '\n';
+    }
+    f << "$ lagom " << s.command << '\n' << out;
+    if (!err.empty()) {
+      f << kStderrMarker << err;
+    }
+    GTEST_SKIP() << "rewrote " << s.file;
+  }
+  EXPECT_EQ(out, s.expected_out) << "stdout of: lagom " << s.command;
+  EXPECT_EQ(err, s.expected_err) << "stderr of: lagom " << s.command;
+}
+
+std::string scenario_name(const ::testing::TestParamInfo<fs::path>& info) {
+  std::string n = info.param.stem().string();
+  std::replace_if(
+      n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, Golden, ::testing::ValuesIn(scenario_files()), scenario_name);
+
+TEST(GoldenMask, HidesOnlyTheRevisionAndWallTime) {
+  EXPECT_EQ(mask("lagom 0.1.0 (6c1aa388292e-dirty) tune\n"), "lagom 0.1.0 (<git>) tune\n");
+  EXPECT_EQ(mask("lagom 0.1.0 (unknown) tune\n"), "lagom 0.1.0 (<git>) tune\n");
+  EXPECT_EQ(mask("17 evaluations in 51 ms\n"), "17 evaluations in <wall>\n");
+  EXPECT_EQ(mask(R"( "git_sha": "6c1aa388292e",)"), R"( "git_sha": "<git>",)");
+  EXPECT_EQ(mask("step time 12.5 ms\n"), "step time 12.5 ms\n");
+}
+
+}  // namespace
+}  // namespace lagom::test
