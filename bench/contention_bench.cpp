@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -26,12 +26,12 @@ struct Setup {
       : w(synthetic_step({64, 64, 8, 1, comm_durations})),
         g(traces::analyze(w)),
         cluster(topologies::load_cluster("dgx-h100", 8)),
-        profile(calibrate::load_profile("h100-sxm")),
+        profile(hardware::load_profile("h100-sxm")),
         cost(cluster, profile, w) {}
   traces::Workload w;
   traces::ExecutionGraph g;
   topologies::Cluster cluster;
-  calibrate::HardwareProfile profile;
+  hardware::HardwareProfile profile;
   sim::ModelCost cost;
 };
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/models/generator.hpp"
 #include "lagom/models/model_spec.hpp"
 #include "lagom/sim/engine.hpp"
@@ -36,7 +36,7 @@ struct Case {
 
 void run_case(benchmark::State& state, Case c) {
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", c.nodes);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
+  const hardware::HardwareProfile profile = hardware::load_profile("h100-sxm");
   const models::ModelSpec model = models::load_model(c.model);
   models::TrainingConfig cfg;
   cfg.mbs = c.mbs;

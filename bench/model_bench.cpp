@@ -5,26 +5,26 @@
 #include <numeric>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/sim/collective_model.hpp"
-#include "lagom/sim/nccl_topology.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 
 namespace lagom::bench {
 namespace {
 
 struct Setup {
   topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 2);
-  calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
+  hardware::HardwareProfile profile = hardware::load_profile("h100-sxm");
   topologies::CommunicatorInfo info;
-  sim::NcclTables tables;
+  nccl::Tables tables;
   Setup() {
     std::vector<int> ranks(16);
     std::iota(ranks.begin(), ranks.end(), 0);
     info = topologies::describe_communicator(cluster, ranks);
-    tables = sim::nccl_tune_model(sim::nccl_comm_info(cluster, info));
+    tables = nccl::tune_model(topologies::nccl_comm_info(cluster, info));
   }
 };
 
@@ -37,12 +37,12 @@ const Setup& setup() {
 void BM_CollectiveModelEstimate(benchmark::State& state) {
   const Setup& s = setup();
   const sim::CollectiveModel model(s.profile, s.info);
-  const sim::CommConfig cfg{sim::Algorithm::kRing, sim::Protocol::kSimple,
-                            sim::Transport::kNet, 16, 544, 1 << 21};
+  const nccl::CommConfig cfg{
+      nccl::Algorithm::kRing, nccl::Protocol::kSimple, nccl::Transport::kNet, 16, 544, 1 << 21};
   std::int64_t bytes = 8;
   double sink = 0;
   for (auto _ : state) {
-    sink += model.estimate(sim::CollKind::kAllReduce, bytes, cfg).time_us;
+    sink += model.estimate(nccl::CollKind::kAllReduce, bytes, cfg).time_us;
     bytes = bytes >= (std::int64_t{1} << 30) ? 8 : bytes * 2;
   }
   benchmark::DoNotOptimize(sink);
@@ -57,8 +57,8 @@ void BM_NcclChoiceAndEstimate(benchmark::State& state) {
   std::int64_t bytes = 8;
   double sink = 0;
   for (auto _ : state) {
-    const sim::CommConfig cfg = sim::nccl_choose(s.tables, sim::CollKind::kAllReduce, bytes).config;
-    sink += model.estimate(sim::CollKind::kAllReduce, bytes, cfg).time_us;
+    const nccl::CommConfig cfg = nccl::choose(s.tables, nccl::CollKind::kAllReduce, bytes).config;
+    sink += model.estimate(nccl::CollKind::kAllReduce, bytes, cfg).time_us;
     bytes = bytes >= (std::int64_t{1} << 30) ? 8 : bytes * 2;
   }
   benchmark::DoNotOptimize(sink);

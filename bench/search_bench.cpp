@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "engine_bench.hpp"
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/models/generator.hpp"
 #include "lagom/models/model_spec.hpp"
 #include "lagom/search/evaluator.hpp"
@@ -23,7 +23,7 @@ namespace {
 void tune_step(benchmark::State& state, search::Method method, bool fold,
                search::Resources resources) {
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("a40");
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
   const models::ModelSpec model = models::load_model("llama3-8b");
   models::TrainingConfig cfg;
   cfg.mbs = 1;

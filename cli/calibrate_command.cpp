@@ -114,13 +114,13 @@ void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool ma
     }
     if (markdown) {
       fmt::print("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.1f} | {:.1f} | {:.1f} | {:+.1f}% |\n",
-                 format_bytes(r.size_bytes), sim::to_string(r.config), r.measured_us,
+                 format_bytes(r.size_bytes), nccl::to_string(r.config), r.measured_us,
                  r.predicted_us, 100 * r.rel_error(), r.measured_busbw_GBps(),
                  r.predicted_busbw_GBps(), r.nccl_model_us,
                  100 * (r.nccl_model_us - r.measured_us) / r.measured_us);
     } else {
       fmt::print("  {:>12} {:<44} {:>10.1f} {:>10} {:>10.1f} {:>+6.1f}% {:>8.2f} {:>8.2f}\n",
-                 r.size_bytes, sim::to_string(r.config), r.measured_us,
+                 r.size_bytes, nccl::to_string(r.config), r.measured_us,
                  fitted ? fmt::format("{:.1f}", r.prior_us) : "", r.predicted_us,
                  100 * r.rel_error(), r.measured_busbw_GBps(), r.predicted_busbw_GBps());
     }
@@ -135,7 +135,7 @@ nlohmann::ordered_json rows_json(const std::vector<calibrate::FitRow>& rows) {
   for (const auto& r : rows) {
     out.push_back({{"log", r.log},
                    {"size_bytes", r.size_bytes},
-                   {"config", sim::to_string(r.config)},
+                   {"config", nccl::to_string(r.config)},
                    {"measured_us", r.measured_us},
                    {"prior_us", r.prior_us},
                    {"predicted_us", r.predicted_us},
@@ -201,10 +201,9 @@ int calibrate_command(const std::vector<std::string>& args) {
     inputs.push_back(load_input(spec, hw));
   }
   // The prior: --profile, or the built-in profile of the first log's GPU type.
-  const calibrate::HardwareProfile prior =
-      hw.profile.empty()
-          ? calibrate::default_profile_for_gpu(inputs.front().cluster.spec().gpu_type)
-          : calibrate::load_profile(hw.profile);
+  const hardware::HardwareProfile prior =
+      hw.profile.empty() ? hardware::default_profile_for_gpu(inputs.front().cluster.spec().gpu_type)
+                         : hardware::load_profile(hw.profile);
   for (const calibrate::FitInput& in : inputs) {
     if (in.cluster.spec().gpu_type != prior.gpu_type) {
       throw Error(fmt::format("{} ran on {} GPUs but the profile '{}' describes {}", in.name,
@@ -252,7 +251,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (!out) {
     throw Error(fmt::format("cannot write profile '{}'", out_path));
   }
-  out << calibrate::profile_to_json(fit.profile);
+  out << hardware::profile_to_json(fit.profile);
   out.close();
   if (!out) {
     throw Error(fmt::format("error while writing profile '{}'", out_path));

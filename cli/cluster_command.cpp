@@ -96,15 +96,15 @@ Json bandwidth_json(double GBps) {
   return std::isinf(GBps) ? Json(nullptr) : Json(GBps);
 }
 
-Json class_json(const std::optional<topo::LinkClass>& cls) {
-  return cls ? Json(std::string(topo::to_string(*cls))) : Json(nullptr);
+Json class_json(const std::optional<nccl::LinkClass>& cls) {
+  return cls ? Json(std::string(to_string(*cls))) : Json(nullptr);
 }
 
-std::string classes_text(const std::vector<topo::LinkClass>& classes) {
+std::string classes_text(const std::vector<nccl::LinkClass>& classes) {
   std::vector<std::string_view> names;
   names.reserve(classes.size());
-  for (topo::LinkClass c : classes) {
-    names.push_back(topo::to_string(c));
+  for (nccl::LinkClass c : classes) {
+    names.push_back(to_string(c));
   }
   return names.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(names, ", "));
 }
@@ -176,13 +176,14 @@ std::string network_text(const topo::ClusterSpec& s) {
   return text;
 }
 
-std::string_view vendor_name(topo::CpuVendor v) {
+std::string_view vendor_name(nccl::CpuVendor v) {
   switch (v) {
-    case topo::CpuVendor::kIntel:
+    case nccl::CpuVendor::kIntel:
       return "Intel";
-    case topo::CpuVendor::kAmd:
+    case nccl::CpuVendor::kAmd:
       return "AMD";
-    case topo::CpuVendor::kOther:
+    case nccl::CpuVendor::kMixed:
+    case nccl::CpuVendor::kOther:
       break;
   }
   return "";
@@ -190,7 +191,7 @@ std::string_view vendor_name(topo::CpuVendor v) {
 
 std::string fabric_text(const topo::ClusterSpec& s) {
   const topo::FabricSpec& f = s.network.fabric;
-  std::string text = fmt::format("{}: {}", topo::to_string(f.kind), f.switch_model);
+  std::string text = fmt::format("{}: {}", to_string(f.kind), f.switch_model);
   if (f.kind == topo::FabricKind::kRailOptimized) {
     text += fmt::format(", oversubscription {}", num(f.oversubscription));
   }
@@ -206,7 +207,7 @@ Json cluster_json(const topo::ClusterSpec& s) {
   c["gpus_per_node"] = s.gpus_per_node;
   c["gpus"] = s.gpu_count();
   Json in;
-  in["kind"] = std::string(topo::to_string(s.intra_node.kind));
+  in["kind"] = std::string(to_string(s.intra_node.kind));
   if (s.intra_node.nvlink) {
     in["nvlink_generation"] = s.intra_node.nvlink->generation;
     in["links_per_gpu"] = s.intra_node.nvlink->links_per_gpu;
@@ -226,7 +227,7 @@ Json cluster_json(const topo::ClusterSpec& s) {
                {"link_bandwidth_GBps", s.pcie.link_bandwidth_GBps},
                {"switches", s.pcie.switches.size()}};
   c["cpu"] = {{"sockets", s.cpu.sockets},
-              {"vendor", std::string(topo::to_string(s.cpu.vendor))},
+              {"vendor", std::string(to_string(s.cpu.vendor))},
               {"model", s.cpu.model},
               {"interconnect", s.cpu.interconnect},
               {"interconnect_bandwidth_GBps", s.cpu.interconnect_bandwidth_GBps}};
@@ -243,12 +244,12 @@ Json cluster_json(const topo::ClusterSpec& s) {
                     {"nic_model", net.nic_model},
                     {"nic_speed_Gbps", net.nic_speed_Gbps},
                     {"nics_per_node", s.nics_per_node()},
-                    {"affinity", std::string(topo::to_string(net.affinity))},
+                    {"affinity", std::string(to_string(net.affinity))},
                     {"nics", std::move(nics)},
                     {"node_bandwidth_Gbps", node_Gbps},
                     {"node_bandwidth_GBps", node_Gbps / 8.0},
                     {"fabric",
-                     {{"kind", std::string(topo::to_string(net.fabric.kind))},
+                     {{"kind", std::string(to_string(net.fabric.kind))},
                       {"switch_model", net.fabric.switch_model},
                       {"oversubscription", net.fabric.oversubscription},
                       {"latency_us", net.fabric.latency_us}}}};
@@ -263,8 +264,8 @@ Json algorithm_json(const topo::AlgorithmPaths& a) {
   j["available"] = a.available;
   if (a.available) {
     Json classes = Json::array();
-    for (topo::LinkClass c : a.link_classes) {
-      classes.push_back(std::string(topo::to_string(c)));
+    for (nccl::LinkClass c : a.link_classes) {
+      classes.push_back(std::string(to_string(c)));
     }
     j["link_classes"] = std::move(classes);
     j["bottleneck"] = class_json(a.bottleneck_class);
@@ -279,18 +280,18 @@ Json communicator_json(const topo::CommunicatorInfo& i) {
   j["nodes"] = i.nnodes;
   j["ranks_per_node"] = i.ranks_per_node_max;
   j["uniform"] = i.uniform;
-  j["intra_node"] = {{"path_type", std::string(topo::to_string(i.intra_path_type))},
+  j["intra_node"] = {{"path_type", std::string(to_string(i.intra_path_type))},
                      {"bandwidth_GBps", bandwidth_json(i.intra_bw_GBps)},
                      {"bottleneck", class_json(i.intra_bottleneck_class)}};
   j["inter_node"] = {{"bandwidth_per_gpu_GBps", i.inter_bw_GBps},
                      {"bottleneck", class_json(i.inter_bottleneck_class)},
-                     {"nic_path_type", std::string(topo::to_string(i.nic_path_type))}};
+                     {"nic_path_type", std::string(to_string(i.nic_path_type))}};
   j["nvls_available"] = i.nvls_available;
   j["algorithms"] = {{"ring", algorithm_json(i.ring)},
                      {"tree", algorithm_json(i.tree)},
                      {"nvls", algorithm_json(i.nvls)}};
-  j["nccl_search_estimate"] = {{"type_intra", std::string(topo::to_string(i.nccl.type_intra))},
-                               {"type_inter", std::string(topo::to_string(i.nccl.type_inter))},
+  j["nccl_search_estimate"] = {{"type_intra", std::string(to_string(i.nccl.type_intra))},
+                               {"type_inter", std::string(to_string(i.nccl.type_inter))},
                                {"bw_intra_GBps", i.nccl.bw_intra_GBps},
                                {"bw_inter_GBps", i.nccl.bw_inter_GBps},
                                {"channels", i.nccl.channels}};
@@ -305,7 +306,7 @@ std::string algorithm_text(const topo::AlgorithmPaths& a) {
     return "crosses nothing (one rank)";
   }
   return fmt::format("{} per GPU per direction, limited by {}; crosses {}",
-                     bandwidth(a.bottleneck_GBps), topo::to_string(*a.bottleneck_class),
+                     bandwidth(a.bottleneck_GBps), to_string(*a.bottleneck_class),
                      classes_text(a.link_classes));
 }
 
@@ -316,15 +317,15 @@ void print_communicator(const topo::CommunicatorInfo& i) {
   print_field("  intra-node",
               i.intra_bottleneck_class
                   ? fmt::format("{}, {} per GPU per direction (ring step), limited by {}",
-                                topo::to_string(i.intra_path_type), bandwidth(i.intra_bw_GBps),
-                                topo::to_string(*i.intra_bottleneck_class))
+                                to_string(i.intra_path_type), bandwidth(i.intra_bw_GBps),
+                                to_string(*i.intra_bottleneck_class))
                   : std::string("one rank per node"));
   print_field("  inter-node",
-              i.nnodes > 1 ? fmt::format("{} per GPU per direction, limited by {}; GPU to NIC {}",
-                                         bandwidth(i.inter_bw_GBps),
-                                         topo::to_string(*i.inter_bottleneck_class),
-                                         topo::to_string(i.nic_path_type))
-                           : std::string("none (one node)"));
+              i.nnodes > 1
+                  ? fmt::format("{} per GPU per direction, limited by {}; GPU to NIC {}",
+                                bandwidth(i.inter_bw_GBps), to_string(*i.inter_bottleneck_class),
+                                to_string(i.nic_path_type))
+                  : std::string("none (one node)"));
   print_field("  ring", algorithm_text(i.ring));
   print_field("  tree", algorithm_text(i.tree));
   print_field("  nvls", algorithm_text(i.nvls));
@@ -334,7 +335,7 @@ void print_communicator(const topo::CommunicatorInfo& i) {
                   "typeIntra {}, typeInter {}",
                   count_of(static_cast<std::size_t>(i.nccl.channels), "channel", "channels"),
                   bandwidth(i.nccl.bw_intra_GBps), bandwidth(i.nccl.bw_inter_GBps),
-                  topo::to_string(i.nccl.type_intra), topo::to_string(i.nccl.type_inter)));
+                  to_string(i.nccl.type_intra), to_string(i.nccl.type_inter)));
 }
 
 // The document the spec was read from, for the input hash.

@@ -14,11 +14,11 @@
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/units.hpp"
+#include "lagom/nccl/config_override.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/sim/collective_model.hpp"
-#include "lagom/sim/config_override.hpp"
-#include "lagom/sim/nccl_topology.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 
 namespace lagom::cli {
 
@@ -27,12 +27,12 @@ namespace po = boost::program_options;
 namespace {
 
 // nccl-tests' element counts: float elements, per rank for AllGather/ReduceScatter/AllToAll.
-std::int64_t element_count(sim::CollKind kind, std::int64_t bytes, int nranks) {
+std::int64_t element_count(nccl::CollKind kind, std::int64_t bytes, int nranks) {
   const std::int64_t elems = bytes / 4;
   switch (kind) {
-    case sim::CollKind::kAllGather:
-    case sim::CollKind::kReduceScatter:
-    case sim::CollKind::kAllToAll:
+    case nccl::CollKind::kAllGather:
+    case nccl::CollKind::kReduceScatter:
+    case nccl::CollKind::kAllToAll:
       return elems / nranks;
     default:
       return elems;
@@ -82,7 +82,7 @@ int comm_command(const std::vector<std::string>& args) {
   if (coll_name.empty()) {
     throw po::error("--coll is required");
   }
-  const auto kind = sim::parse_coll_kind(coll_name);
+  const auto kind = nccl::parse_coll_kind(coll_name);
   if (!kind) {
     throw Error(
         fmt::format("unknown collective '{}' (known: allreduce, allgather, "
@@ -97,15 +97,12 @@ int comm_command(const std::vector<std::string>& args) {
   if (factor < 2 && min_bytes != max_bytes) {
     throw Error(fmt::format("-f must be at least 2, got {}", factor));
   }
-  sim::ConfigOverride pin;
-  if (!algo_text.empty() && !(pin.algo = sim::parse_algorithm(algo_text))) {
-    throw Error(
-        fmt::format("unknown algorithm '{}' (NCCL's: Tree, Ring, CollNetDirect, "
-                    "CollNetChain, NVLS, NVLSTree, PAT)",
-                    algo_text));
+  nccl::ConfigOverride pin;
+  if (!algo_text.empty()) {
+    pin.algo = nccl::algorithm_named(algo_text);
   }
-  if (!proto_text.empty() && !(pin.proto = sim::parse_protocol(proto_text))) {
-    throw Error(fmt::format("unknown protocol '{}' (NCCL's: LL, LL128, Simple)", proto_text));
+  if (!proto_text.empty()) {
+    pin.proto = nccl::protocol_named(proto_text);
   }
   if (vm.count("nchannels") && nchannels < 1) {
     throw Error(fmt::format("--nchannels must be at least 1, got {}", nchannels));
@@ -132,17 +129,17 @@ int comm_command(const std::vector<std::string>& args) {
   std::vector<int> members(static_cast<std::size_t>(nranks));
   std::iota(members.begin(), members.end(), 0);
   const topologies::CommunicatorInfo info = topologies::describe_communicator(h.cluster, members);
-  const sim::NcclCommInfo nccl = sim::nccl_comm_info(h.cluster, info);
-  const sim::NcclTables tables = sim::nccl_tune_model(nccl);
+  const nccl::CommInfo nccl = topologies::nccl_comm_info(h.cluster, info);
+  const nccl::Tables tables = nccl::tune_model(nccl);
   const sim::CollectiveModel model(h.profile, info);
 
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::vector<std::string> lines;
   double last_fixed_share = 0;
   for (std::int64_t size = min_bytes;; size *= factor) {
-    sim::CommConfig cfg;
+    nccl::CommConfig cfg;
     try {
-      cfg = sim::resolve_config(tables, *kind, size, pin);
+      cfg = nccl::resolve_config(tables, *kind, size, pin);
     } catch (const Error& e) {
       throw Error(fmt::format("at {} bytes: {}", size, e.what()));
     }
@@ -154,8 +151,8 @@ int comm_command(const std::vector<std::string>& args) {
                     {"time_us", e.time_us},
                     {"algbw_GBps", algbw},
                     {"busbw_GBps", busbw},
-                    {"algo", std::string(sim::to_string(cfg.algo))},
-                    {"proto", std::string(sim::to_string(cfg.proto))},
+                    {"algo", std::string(nccl::to_string(cfg.algo))},
+                    {"proto", std::string(nccl::to_string(cfg.proto))},
                     {"nchannels", cfg.nchannels},
                     {"nthreads", cfg.nthreads},
                     {"chunk_bytes", cfg.chunk_bytes},
@@ -172,7 +169,7 @@ int comm_command(const std::vector<std::string>& args) {
         fmt::format("{:>12}  {:>12}  {:>6}  {:>9.2f}  {:>7.2f}  {:>7.2f}  {:<8} {:<6} "
                     "{:>4} {:>5} {:>9}  {:<16} {:>9.2f}",
                     size, element_count(*kind, size, nranks), "float", e.time_us, algbw, busbw,
-                    sim::to_string(cfg.algo), sim::to_string(cfg.proto), cfg.nchannels,
+                    nccl::to_string(cfg.algo), nccl::to_string(cfg.proto), cfg.nchannels,
                     cfg.nthreads, cfg.chunk_bytes, e.bottleneck, fixed));
     if (size >= max_bytes || size > max_bytes / factor || factor < 2) {
       break;
@@ -182,7 +179,7 @@ int comm_command(const std::vector<std::string>& args) {
   context["lagom_version"] = std::string(version());
   context["git_sha"] = std::string(git_sha());
   context["command"] = "comm";
-  context["coll"] = std::string(sim::to_string(*kind));
+  context["coll"] = std::string(nccl::to_string(*kind));
   context["cluster"] = h.cluster.name();
   context["nodes"] = h.cluster.nodes();
   context["gpus_per_node"] = h.cluster.gpus_per_node();
@@ -196,7 +193,7 @@ int comm_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   fmt::print("# lagom {} comm: {} on {} ({} node(s) x {} {}), {} ranks\n", version(),
-             sim::to_string(*kind), h.cluster.name(), h.cluster.nodes(), h.cluster.gpus_per_node(),
+             nccl::to_string(*kind), h.cluster.name(), h.cluster.nodes(), h.cluster.gpus_per_node(),
              h.cluster.spec().gpu_type, nranks);
   fmt::print("# profile {}; model: docs/models.md\n#\n", h.profile.origin);
   fmt::print(

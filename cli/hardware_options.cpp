@@ -6,7 +6,8 @@
 #include <boost/program_options.hpp>
 
 #include "lagom/common/error.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/nccl/env.hpp"
+#include "lagom/nccl/tuning.hpp"
 
 namespace lagom::cli {
 
@@ -50,16 +51,16 @@ Hardware load_hardware(const HardwareOptions& opts) {
     cluster = topologies::Cluster(std::move(spec));
   }
   {
-    sim::NcclCommInfo check;  // names and values are checked here, before any modelling
+    nccl::CommInfo check;  // names and values are checked here, before any modelling
     try {
-      sim::apply_nccl_env(cluster.spec().nccl_env, check);
+      nccl::apply_env(cluster.spec().nccl_env, check);
     } catch (const Error& e) {
       throw Error(fmt::format("cluster '{}': {}", cluster.name(), e.what()));
     }
   }
-  calibrate::HardwareProfile profile =
-      opts.profile.empty() ? calibrate::default_profile_for_gpu(cluster.spec().gpu_type)
-                           : calibrate::load_profile(opts.profile);
+  hardware::HardwareProfile profile =
+      opts.profile.empty() ? hardware::default_profile_for_gpu(cluster.spec().gpu_type)
+                           : hardware::load_profile(opts.profile);
   if (profile.gpu_type != cluster.spec().gpu_type) {
     throw Error(fmt::format("profile '{}' describes {} GPUs but cluster '{}' has {}",
                             profile.origin, profile.gpu_type, cluster.name(),

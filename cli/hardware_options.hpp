@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/topologies/cluster.hpp"
 
 namespace lagom::cli {
@@ -22,7 +22,7 @@ void add_hardware_options(boost::program_options::options_description& desc, Har
 
 struct Hardware {
   topologies::Cluster cluster;
-  calibrate::HardwareProfile profile;
+  hardware::HardwareProfile profile;
 };
 
 // Loads the cluster (with --nodes) and the profile; lagom::Error for unknown presets (listing

@@ -165,7 +165,7 @@ struct Point {
 // One simulation: the collective on every rank's "comm" stream and/or the kernels on every rank's
 // "compute" stream, all starting at time 0.
 Point run(const Hardware& h, int nranks, traces::OpKind coll, std::int64_t bytes,
-          const traces::PinnedConfig& pin, const std::vector<Kernel>& kernels, bool with_comm,
+          const nccl::ConfigOverride& pin, const std::vector<Kernel>& kernels, bool with_comm,
           bool with_compute) {
   traces::WorkloadBuilder b(static_cast<std::uint32_t>(nranks));
   std::vector<traces::Rank> all(static_cast<std::size_t>(nranks));
@@ -288,16 +288,20 @@ int overlap_command(const std::vector<std::string>& args) {
                             h.cluster.name(), h.cluster.gpu_count()));
   }
 
-  traces::PinnedConfig base;
-  base.algo = algo;
-  base.proto = proto;
+  nccl::ConfigOverride base;
+  if (!algo.empty()) {
+    base.algo = nccl::algorithm_named(algo);
+  }
+  if (!proto.empty()) {
+    base.proto = nccl::protocol_named(proto);
+  }
   base.nthreads = nthreads;
   const Point compute_alone = run(h, nranks, *kind, bytes, base, kernels, false, true);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::vector<std::string> lines;
   for (std::int64_t nc : channel_list) {
     for (std::int64_t chunk : chunk_list) {
-      traces::PinnedConfig pin = base;
+      nccl::ConfigOverride pin = base;
       pin.nchannels = static_cast<int>(nc);
       pin.chunk_bytes = chunk;
       Point alone;

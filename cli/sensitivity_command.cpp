@@ -37,7 +37,7 @@ struct Row {
   double step_swing = 0;        // largest |NCCL step / baseline - 1|
 };
 
-Outcome run(const SearchSetup& s, const calibrate::HardwareProfile& profile, const TuneOptions& t,
+Outcome run(const SearchSetup& s, const hardware::HardwareProfile& profile, const TuneOptions& t,
             const std::vector<search::Method>& methods, bool contention) {
   Outcome o;
   const Hardware& h = *s.step.hardware;
@@ -121,19 +121,20 @@ int sensitivity_command(const std::vector<std::string>& args) {
   }
   const bool contention = !vm.count("no-contention");
   SearchSetup s = setup_search(input, hw, mo, t, vm);
-  const calibrate::HardwareProfile base = s.step.hardware->profile;
+  const hardware::HardwareProfile base = s.step.hardware->profile;
   const Outcome baseline = run(s, base, t, ms, contention);
 
   std::vector<Row> rows;
-  calibrate::HardwareProfile probe = base;
-  for (const calibrate::ProfileField& f : calibrate::profile_fields(probe)) {
-    if (!calibrate::is_prior(*f.number) || (!only.empty() && f.path.find(only) == std::string::npos)) {
+  hardware::HardwareProfile probe = base;
+  for (const hardware::ProfileField& f : hardware::profile_fields(probe)) {
+    if (!hardware::is_prior(*f.number) ||
+        (!only.empty() && f.path.find(only) == std::string::npos)) {
       continue;
     }
     Row row{f.path, f.number->value, f.number->source, {}, 0, 0};
     for (double factor : fs) {
-      calibrate::HardwareProfile scaled = base;
-      for (const calibrate::ProfileField& g : calibrate::profile_fields(scaled)) {
+      hardware::HardwareProfile scaled = base;
+      for (const hardware::ProfileField& g : hardware::profile_fields(scaled)) {
         if (g.path == f.path) {
           g.number->value *= factor;
         }
@@ -142,7 +143,7 @@ int sensitivity_command(const std::vector<std::string>& args) {
       try {
         // Through the reader, so that a scaled value outside what a profile may hold is refused
         // with the reader's reason rather than simulated.
-        scaled = calibrate::parse_profile_json(calibrate::profile_to_json(scaled), base.origin);
+        scaled = hardware::parse_profile_json(hardware::profile_to_json(scaled), base.origin);
         o = run(s, scaled, t, ms, contention);
       } catch (const Error& e) {
         o.ok = false;
@@ -201,8 +202,9 @@ int sensitivity_command(const std::vector<std::string>& args) {
   fmt::print("lagom {} ({}) sensitivity\n", version(), git_sha());
   fmt::print("workload     {}\n", what_of(s));
   fmt::print("cluster      {}, profile {}\n", s.cluster, s.profile);
-  std::string base_line = fmt::format("baseline     NCCL step {} us",
-                                          format_us(static_cast<std::int64_t>(std::llround(baseline.nccl_step_us * 1e3))));
+  std::string base_line =
+      fmt::format("baseline     NCCL step {} us",
+                  format_us(static_cast<std::int64_t>(std::llround(baseline.nccl_step_us * 1e3))));
   for (std::size_t k = 0; k < ms.size(); ++k) {
     base_line += fmt::format(", {} {:.3f}x", to_string(ms[k]), baseline.speedup[k]);
   }
@@ -246,9 +248,10 @@ int sensitivity_command(const std::vector<std::string>& args) {
     }
   }
   if (refused > 0) {
-    fmt::print("; {} scaled values were refused by the profile reader (outside its range or its "
-               "rules; --json gives the reasons)",
-               refused);
+    fmt::print(
+        "; {} scaled values were refused by the profile reader (outside its range or its "
+        "rules; --json gives the reasons)",
+        refused);
   }
   fmt::print("\n");
   return kExitOk;

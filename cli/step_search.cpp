@@ -19,7 +19,6 @@ namespace po = boost::program_options;
 
 namespace {
 
-
 void add_tune_options(po::options_description& desc, TuneOptions& t) {
   desc.add_options()("budget", po::value(&t.budget),
                      "evaluations (simulations) at most; default per method: autoccl 2000, "
@@ -163,14 +162,14 @@ std::string what_of(const SearchSetup& s) {
   return s.step.generated.empty() ? s.step.in.source : s.step.generated;
 }
 
-std::string short_config(const sim::CommConfig& c) {
-  return fmt::format("{}/{} nc={} nt={} c={}", sim::to_string(c.algo), sim::to_string(c.proto),
+std::string short_config(const nccl::CommConfig& c) {
+  return fmt::format("{}/{} nc={} nt={} c={}", nccl::to_string(c.algo), nccl::to_string(c.proto),
                      c.nchannels, c.nthreads, format_bytes(c.chunk_bytes));
 }
 
-nlohmann::ordered_json config_json(const sim::CommConfig& c) {
-  return {{"algo", sim::to_string(c.algo)},
-          {"proto", sim::to_string(c.proto)},
+nlohmann::ordered_json config_json(const nccl::CommConfig& c) {
+  return {{"algo", nccl::to_string(c.algo)},
+          {"proto", nccl::to_string(c.proto)},
           {"nchannels", c.nchannels},
           {"nthreads", c.nthreads},
           {"chunk_bytes", c.chunk_bytes}};
@@ -183,7 +182,7 @@ nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search:
     const search::CollClass& c = classes[j];
     const search::ClassChoice& ch = r.choices[j];
     nlohmann::ordered_json e;
-    e["coll"] = sim::to_string(c.coll);
+    e["coll"] = nccl::to_string(c.coll);
     e["bytes"] = c.bytes;
     e["nnodes"] = c.nnodes;
     e["nranks"] = c.nranks;

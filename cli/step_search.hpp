@@ -55,8 +55,8 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
                          const TuneOptions& t, const boost::program_options::variables_map& vm);
 
 std::string what_of(const SearchSetup& s);
-std::string short_config(const sim::CommConfig& c);
-nlohmann::ordered_json config_json(const sim::CommConfig& c);
+std::string short_config(const nccl::CommConfig& c);
+nlohmann::ordered_json config_json(const nccl::CommConfig& c);
 // The plan's classes, for reports: one entry per class.
 nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search::SearchResult& r);
 // Classes by NCCL's total time in the step (calls x time), largest first.

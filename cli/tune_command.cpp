@@ -12,7 +12,6 @@
 
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "step_search.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
@@ -21,6 +20,7 @@
 #include "lagom/search/search.hpp"
 #include "model_input.hpp"
 #include "step_input.hpp"
+#include "step_search.hpp"
 #include "workload_input.hpp"
 
 namespace lagom::cli {
@@ -123,7 +123,7 @@ int tune_command(const std::vector<std::string>& args) {
     const search::CollClass& c = s.eval->classes()[j];
     const search::ClassChoice& ch = r.choices[j];
     fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<36} {:>10.1f}  {:<36} {:>10.1f}\n",
-               sim::to_string(c.coll), format_bytes(c.bytes), c.nnodes, c.nranks, c.calls,
+               nccl::to_string(c.coll), format_bytes(c.bytes), c.nnodes, c.nranks, c.calls,
                short_config(c.nccl), ch.nccl_time_us, short_config(ch.config), ch.time_us);
   }
   for (const auto& [path, what] : {std::pair{out_path, "plan"},
@@ -197,7 +197,7 @@ int compare_command(const std::vector<std::string>& args) {
                                    "speedup", "evals", "search ms");
   for (std::size_t i = 0; i < shown; ++i) {
     const search::CollClass& c = s.eval->classes()[top[i]];
-    header += fmt::format("  {:<36}", fmt::format("{} {} x{}", sim::to_string(c.coll),
+    header += fmt::format("  {:<36}", fmt::format("{} {} x{}", nccl::to_string(c.coll),
                                                   format_bytes(c.bytes), c.calls));
   }
   auto print_row = [](std::string line) {

@@ -23,3 +23,10 @@ function(lagom_add_library name)
   target_include_directories(lagom_${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
   lagom_target_defaults(lagom_${name})
 endfunction()
+
+# Marks a library that the tuner plugin (a shared object) links: position-independent, with
+# hidden symbols, so that the plugin's exported surface stays the NCCL ABI alone.
+function(lagom_plugin_linkable target)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                        CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+endfunction()

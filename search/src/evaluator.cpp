@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "lagom/common/error.hpp"
+#include "lagom/nccl/legality.hpp"
 #include "lagom/search/plan.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -18,24 +19,24 @@ namespace {
 
 // Keeps the grid points of `s` that NCCL also accepts on the communicator of `t` (classes
 // merge communicators of the same shape; their topologies may still differ).
-bool restrict_to(Subspace& s, const sim::NcclTables& t, sim::CollKind coll, std::int64_t bytes) {
-  if (sim::is_tuned(coll) && sim::nccl_algo_time_us(t, coll, s.algo, s.proto, bytes) < 0) {
+bool restrict_to(Subspace& s, const nccl::Tables& t, nccl::CollKind coll, std::int64_t bytes) {
+  if (nccl::is_tuned(coll) && nccl::algo_time_us(t, coll, s.algo, s.proto, bytes) < 0) {
     return false;
   }
-  auto ok = [&](const sim::CommConfig& c) { return !sim::why_illegal(t.comm, coll, c); };
-  sim::CommConfig base = s.nccl;
+  auto ok = [&](const nccl::CommConfig& c) { return !nccl::why_illegal(t.comm, coll, c); };
+  nccl::CommConfig base = s.nccl;
   std::erase_if(s.channels, [&](int v) {
-    sim::CommConfig c = base;
+    nccl::CommConfig c = base;
     c.nchannels = v;
     return !ok(c);
   });
   std::erase_if(s.threads, [&](int v) {
-    sim::CommConfig c = base;
+    nccl::CommConfig c = base;
     c.nthreads = v;
     return !ok(c);
   });
   std::erase_if(s.chunks, [&](std::int64_t v) {
-    sim::CommConfig c = base;
+    nccl::CommConfig c = base;
     c.chunk_bytes = v;
     return !ok(c);
   });
@@ -45,17 +46,17 @@ bool restrict_to(Subspace& s, const sim::NcclTables& t, sim::CollKind coll, std:
 }  // namespace
 
 Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
-                     const calibrate::HardwareProfile& profile, SpaceOptions space, bool contention)
+                     const hardware::HardwareProfile& profile, SpaceOptions space, bool contention)
     : w_(w), space_(space), contention_(contention), graph_(traces::analyze(w)) {
   cost_ = std::make_unique<sim::ModelCost>(cluster, profile, w);
   class_of_op_.assign(w.op_count(), -1);
   using Key = std::tuple<int, std::int64_t, int, int>;
   std::map<Key, std::int32_t> index;
-  std::vector<std::set<const sim::NcclTables*>> tables;
+  std::vector<std::set<const nccl::Tables*>> tables;
   for (traces::InstanceId i = 0; i < graph_.instance_count(); ++i) {
     const auto members = graph_.members(i);
     const traces::OpId op = members.front();
-    const auto kind = sim::coll_kind_of(w.kind(op));
+    const auto kind = traces::coll_kind_of(w.kind(op));
     if (!kind || !plannable(*kind) || w.duration_ns(op) != traces::kNoDuration) {
       continue;
     }
@@ -82,9 +83,9 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
   }
   for (std::size_t j = 0; j < classes_.size(); ++j) {
     CollClass& c = classes_[j];
-    const sim::NcclTables& first = cost_->nccl_tables(w, c.examples.front());
+    const nccl::Tables& first = cost_->nccl_tables(w, c.examples.front());
     c.subspaces = subspaces(first, c.coll, c.bytes, space_);
-    for (const sim::NcclTables* t : tables[j]) {
+    for (const nccl::Tables* t : tables[j]) {
       if (t != &first) {
         std::erase_if(c.subspaces,
                       [&](Subspace& s) { return !restrict_to(s, *t, c.coll, c.bytes); });
@@ -92,7 +93,7 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     }
     if (c.subspaces.empty()) {
       throw Error(fmt::format("{} of {} bytes on {} ranks: no configuration NCCL accepts",
-                              sim::to_string(c.coll), c.bytes, c.nranks));
+                              nccl::to_string(c.coll), c.bytes, c.nranks));
     }
   }
   current_.resize(classes_.size());
@@ -102,23 +103,23 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
 
 Evaluator::~Evaluator() = default;
 
-sim::ConfigOverride Evaluator::override_of(const sim::CommConfig& c) const {
+nccl::ConfigOverride Evaluator::override_of(const nccl::CommConfig& c) const {
   // With Resources::kNccl threads and chunk are NCCL's for the pinned algorithm, protocol and
   // channels, derived as NCCL derives them (and as a plan's replay does), not the grid's copy of
   // NCCL's values at its own channel count.
   if (space_.resources == Resources::kNccl) {
-    return sim::ConfigOverride{c.algo, c.proto, c.nchannels, 0, 0};
+    return nccl::ConfigOverride{c.algo, c.proto, c.nchannels, 0, 0};
   }
-  return sim::ConfigOverride{c.algo, c.proto, c.nchannels, c.nthreads, c.chunk_bytes};
+  return nccl::ConfigOverride{c.algo, c.proto, c.nchannels, c.nthreads, c.chunk_bytes};
 }
 
-sim::CommConfig Evaluator::applied(std::size_t j, const sim::CommConfig& c) const {
+nccl::CommConfig Evaluator::applied(std::size_t j, const nccl::CommConfig& c) const {
   const CollClass& cls = classes_.at(j);
-  return sim::resolve_config(cost_->nccl_tables(w_, cls.examples.front()), cls.coll, cls.bytes,
-                             override_of(c));
+  return nccl::resolve_config(cost_->nccl_tables(w_, cls.examples.front()), cls.coll, cls.bytes,
+                              override_of(c));
 }
 
-const sim::ConfigOverride* Evaluator::override_for(traces::OpId op) const {
+const nccl::ConfigOverride* Evaluator::override_for(traces::OpId op) const {
   const std::int32_t j = class_of_op_[op];
   if (j < 0 || !active_[static_cast<std::size_t>(j)]) {
     return nullptr;
@@ -126,7 +127,7 @@ const sim::ConfigOverride* Evaluator::override_for(traces::OpId op) const {
   return &current_[static_cast<std::size_t>(j)];
 }
 
-Evaluation Evaluator::evaluate(std::span<const std::optional<sim::CommConfig>> configs) {
+Evaluation Evaluator::evaluate(std::span<const std::optional<nccl::CommConfig>> configs) {
   if (configs.size() != classes_.size()) {
     throw Error(fmt::format("internal: {} configurations for {} collective classes", configs.size(),
                             classes_.size()));

@@ -18,7 +18,7 @@ namespace lagom::search {
 using json_reader::Ctx;
 using nlohmann::json;
 
-const PlanRule* ConfigPlan::find(sim::CollKind c, std::int64_t bytes, int nnodes,
+const PlanRule* ConfigPlan::find(nccl::CollKind c, std::int64_t bytes, int nnodes,
                                  int nranks) const {
   for (const PlanRule& r : rules) {
     if (r.matches(c, bytes, nnodes, nranks)) {
@@ -70,16 +70,16 @@ double get_number(const Ctx& ctx, const json& v) {
   return v.get<double>();
 }
 
-sim::CommConfig parse_nccl_choice(const Ctx& ctx, const json& v, double& time_us) {
+nccl::CommConfig parse_nccl_choice(const Ctx& ctx, const json& v, double& time_us) {
   json_reader::expect_object(ctx, v,
                              {"algo", "proto", "nchannels", "nthreads", "chunk_bytes", "time_us"});
-  sim::CommConfig c;
+  nccl::CommConfig c;
   const std::string a =
       json_reader::get_string(ctx.at("algo"), json_reader::require(ctx, v, "algo"));
   const std::string p =
       json_reader::get_string(ctx.at("proto"), json_reader::require(ctx, v, "proto"));
-  auto algo = sim::parse_algorithm(a);
-  auto proto = sim::parse_protocol(p);
+  auto algo = nccl::parse_algorithm(a);
+  auto proto = nccl::parse_protocol(p);
   if (!algo) {
     ctx.at("algo").fail(fmt::format("unknown algorithm '{}'", a));
   }
@@ -104,7 +104,7 @@ PlanRule parse_rule(const Ctx& ctx, const json& v) {
   PlanRule r;
   const std::string coll =
       json_reader::get_string(ctx.at("coll"), json_reader::require(ctx, v, "coll"));
-  auto kind = sim::parse_coll_kind(coll);
+  auto kind = nccl::parse_coll_kind(coll);
   if (!kind || !plannable(*kind)) {
     ctx.at("coll").fail(fmt::format(
         "unknown collective '{}' (known: allreduce, allgather, reducescatter, broadcast, "
@@ -122,7 +122,7 @@ PlanRule parse_rule(const Ctx& ctx, const json& v) {
   r.nranks = get_count_or_any(ctx.at("nranks"), json_reader::require(ctx, v, "nranks"));
   if (const json* a = json_reader::optional_field(v, "algo")) {
     const std::string s = json_reader::get_string(ctx.at("algo"), *a);
-    if (!(r.algo = sim::parse_algorithm(s))) {
+    if (!(r.algo = nccl::parse_algorithm(s))) {
       ctx.at("algo").fail(fmt::format(
           "unknown algorithm '{}' (NCCL's: Tree, Ring, CollNetDirect, CollNetChain, NVLS, "
           "NVLSTree, PAT)",
@@ -131,7 +131,7 @@ PlanRule parse_rule(const Ctx& ctx, const json& v) {
   }
   if (const json* p = json_reader::optional_field(v, "proto")) {
     const std::string s = json_reader::get_string(ctx.at("proto"), *p);
-    if (!(r.proto = sim::parse_protocol(s))) {
+    if (!(r.proto = nccl::parse_protocol(s))) {
       ctx.at("proto").fail(fmt::format("unknown protocol '{}' (NCCL's: LL, LL128, Simple)", s));
     }
   }
@@ -191,16 +191,16 @@ std::string lower(std::string_view s) {
 }
 
 // The example plugin's tokens: "allreduce", "ring", "ll128", "collnet_direct", "nvls_tree".
-std::string csv_algo(sim::Algorithm a) {
+std::string csv_algo(nccl::Algorithm a) {
   switch (a) {
-    case sim::Algorithm::kCollNetDirect:
+    case nccl::Algorithm::kCollNetDirect:
       return "collnet_direct";
-    case sim::Algorithm::kCollNetChain:
+    case nccl::Algorithm::kCollNetChain:
       return "collnet_chain";
-    case sim::Algorithm::kNvlsTree:
+    case nccl::Algorithm::kNvlsTree:
       return "nvls_tree";
     default:
-      return lower(sim::to_string(a));
+      return lower(nccl::to_string(a));
   }
 }
 
@@ -258,16 +258,16 @@ void write_plan_json(const ConfigPlan& plan, std::ostream& out) {
   auto& rules = j["rules"] = nlohmann::ordered_json::array();
   for (const PlanRule& r : plan.rules) {
     nlohmann::ordered_json jr;
-    jr["coll"] = lower(sim::to_string(r.coll));
+    jr["coll"] = lower(nccl::to_string(r.coll));
     jr["min_bytes"] = r.min_bytes;
     jr["max_bytes"] = r.max_bytes;
     jr["nnodes"] = r.nnodes;
     jr["nranks"] = r.nranks;
     if (r.algo) {
-      jr["algo"] = std::string(sim::to_string(*r.algo));
+      jr["algo"] = std::string(nccl::to_string(*r.algo));
     }
     if (r.proto) {
-      jr["proto"] = std::string(sim::to_string(*r.proto));
+      jr["proto"] = std::string(nccl::to_string(*r.proto));
     }
     if (r.nchannels > 0) {
       jr["nchannels"] = r.nchannels;
@@ -284,8 +284,8 @@ void write_plan_json(const ConfigPlan& plan, std::ostream& out) {
     }
     if (r.nccl) {
       nlohmann::ordered_json n;
-      n["algo"] = std::string(sim::to_string(r.nccl->algo));
-      n["proto"] = std::string(sim::to_string(r.nccl->proto));
+      n["algo"] = std::string(nccl::to_string(r.nccl->algo));
+      n["proto"] = std::string(nccl::to_string(r.nccl->proto));
       n["nchannels"] = r.nccl->nchannels;
       n["nthreads"] = r.nccl->nthreads;
       n["chunk_bytes"] = r.nccl->chunk_bytes;
@@ -310,12 +310,12 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
          "# says -1 or no line matches. Rules that leave the algorithm, protocol or channels to\n"
          "# NCCL take NCCL's own choice as lagom saw it (the rule's \"nccl\" field).\n";
   // The example plugin sees the five tuned collectives only.
-  std::map<sim::CollKind, std::map<std::string, int>> seen;  // NCCL's choices, for catch-alls
+  std::map<nccl::CollKind, std::map<std::string, int>> seen;  // NCCL's choices, for catch-alls
   for (const PlanRule& r : plan.rules) {
-    if (!sim::is_tuned(r.coll)) {
+    if (!nccl::is_tuned(r.coll)) {
       out << fmt::format(
           "# skipped: {} {}..{} bytes (NCCL's p2p path, not seen by tuner plugins)\n",
-          lower(sim::to_string(r.coll)), r.min_bytes, r.max_bytes);
+          lower(nccl::to_string(r.coll)), r.min_bytes, r.max_bytes);
       continue;
     }
     // What the line says: the rule's own choice, else NCCL's as the search saw it.
@@ -324,19 +324,19 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
       out << fmt::format(
           "# skipped: {} {}..{} bytes leaves algorithm, protocol or channels to NCCL and the plan "
           "does not record NCCL's choice\n",
-          lower(sim::to_string(r.coll)), r.min_bytes, r.max_bytes);
+          lower(nccl::to_string(r.coll)), r.min_bytes, r.max_bytes);
       continue;
     }
-    const sim::Algorithm algo = r.algo ? *r.algo : r.nccl->algo;
-    const sim::Protocol proto = r.proto ? *r.proto : r.nccl->proto;
+    const nccl::Algorithm algo = r.algo ? *r.algo : r.nccl->algo;
+    const nccl::Protocol proto = r.proto ? *r.proto : r.nccl->proto;
     const int channels = r.nchannels > 0 ? r.nchannels : r.nccl->nchannels;
-    out << fmt::format("{},{},{},{},{},{},{},{}\n", lower(sim::to_string(r.coll)), r.min_bytes,
-                       r.max_bytes, csv_algo(algo), lower(sim::to_string(proto)), channels,
+    out << fmt::format("{},{},{},{},{},{},{},{}\n", lower(nccl::to_string(r.coll)), r.min_bytes,
+                       r.max_bytes, csv_algo(algo), lower(nccl::to_string(proto)), channels,
                        r.nnodes, r.nranks);
     if (r.nccl) {
       // Weighted by the calls the rule covers (1 when the plan does not say).
       seen[r.coll][fmt::format("{},{},{}", csv_algo(r.nccl->algo),
-                               lower(sim::to_string(r.nccl->proto)), r.nccl->nchannels)] +=
+                               lower(nccl::to_string(r.nccl->proto)), r.nccl->nchannels)] +=
           std::max(1, r.calls);
     }
   }
@@ -349,14 +349,14 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
     const auto best =
         std::max_element(choices.begin(), choices.end(),
                          [](const auto& a, const auto& b) { return a.second < b.second; });
-    out << fmt::format("{},0,{},{},-1,-1\n", lower(sim::to_string(coll)), kMaxBytes, best->first);
+    out << fmt::format("{},0,{},{},-1,-1\n", lower(nccl::to_string(coll)), kMaxBytes, best->first);
   }
 }
 
 StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
   StockNcclFit fit;
   for (const PlanRule& r : plan.rules) {
-    if (!sim::is_tuned(r.coll)) {
+    if (!nccl::is_tuned(r.coll)) {
       ++fit.alltoall_rules;
       continue;
     }
@@ -366,9 +366,9 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
     if (r.nchannels > (r.nccl ? r.nccl->nchannels : 0)) {
       fit.min_ctas = std::max(fit.min_ctas, r.nchannels);
     }
-    const std::optional<sim::Protocol> proto =
+    const std::optional<nccl::Protocol> proto =
         r.proto ? r.proto : (r.nccl ? std::optional(r.nccl->proto) : std::nullopt);
-    const std::optional<sim::Algorithm> algo =
+    const std::optional<nccl::Algorithm> algo =
         r.algo ? r.algo : (r.nccl ? std::optional(r.nccl->algo) : std::nullopt);
     if (!proto || !algo) {
       if (r.nthreads > 0 || r.chunk_bytes > 0) {
@@ -380,22 +380,22 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
     // (topoGetAlgoInfo), and sizes NVLS, CollNet and PAT chunks by their own rules: only Ring
     // threads and Ring/Tree chunks come from the variables below. A rule asking for exactly
     // NCCL's own value in NCCL's own subspace needs nothing.
-    const bool ring = *algo == sim::Algorithm::kRing;
-    const bool ring_or_tree = ring || *algo == sim::Algorithm::kTree;
+    const bool ring = *algo == nccl::Algorithm::kRing;
+    const bool ring_or_tree = ring || *algo == nccl::Algorithm::kTree;
     const bool nccl_subspace = r.nccl && r.nccl->algo == *algo && r.nccl->proto == *proto;
     const bool nccl_threads = nccl_subspace && r.nccl->nthreads == r.nthreads;
     const bool nccl_chunk = nccl_subspace && r.nccl->chunk_bytes == r.chunk_bytes;
     if ((r.nthreads > 0 && !ring && !nccl_threads) ||
         (r.chunk_bytes > 0 && !ring_or_tree && !nccl_chunk)) {
-      fit.fixed_algorithms.insert(std::string(sim::to_string(*algo)));
+      fit.fixed_algorithms.insert(std::string(nccl::to_string(*algo)));
     }
     if (r.nthreads > 0 && ring) {
-      if (*proto == sim::Protocol::kLL128) {
+      if (*proto == nccl::Protocol::kLL128) {
         fit.env["NCCL_LL128_NTHREADS"].insert(r.nthreads);
       } else {
         // NCCL adds its sync warp to Simple rings (reference/nccl.md §1.4): NCCL_NTHREADS is
         // the count without it.
-        const int base = *proto == sim::Protocol::kSimple ? r.nthreads - 32 : r.nthreads;
+        const int base = *proto == nccl::Protocol::kSimple ? r.nthreads - 32 : r.nthreads;
         fit.env["NCCL_NTHREADS"].insert(base);
       }
     }
@@ -404,17 +404,17 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
       // all-reduce, all-gather and reduce-scatter and 1 step otherwise; LL chunk = step / 2;
       // LL128 chunk = step * 15/16.
       switch (*proto) {
-        case sim::Protocol::kSimple: {
-          const bool four_steps =
-              ring && (r.coll == sim::CollKind::kAllReduce || r.coll == sim::CollKind::kAllGather ||
-                       r.coll == sim::CollKind::kReduceScatter);
+        case nccl::Protocol::kSimple: {
+          const bool four_steps = ring && (r.coll == nccl::CollKind::kAllReduce ||
+                                           r.coll == nccl::CollKind::kAllGather ||
+                                           r.coll == nccl::CollKind::kReduceScatter);
           fit.env["NCCL_BUFFSIZE"].insert(r.chunk_bytes * (four_steps ? 2 : 8));
           break;
         }
-        case sim::Protocol::kLL:
+        case nccl::Protocol::kLL:
           fit.env["NCCL_LL_BUFFSIZE"].insert(r.chunk_bytes * 16);
           break;
-        case sim::Protocol::kLL128:
+        case nccl::Protocol::kLL128:
           fit.env["NCCL_LL128_BUFFSIZE"].insert(r.chunk_bytes * 8 * 16 / 15);
           break;
       }

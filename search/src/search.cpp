@@ -16,7 +16,7 @@
 namespace lagom::search {
 namespace {
 
-using Configs = std::vector<std::optional<sim::CommConfig>>;
+using Configs = std::vector<std::optional<nccl::CommConfig>>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A grid point of one class: subspace and (channels, threads, chunk) indices.
@@ -37,7 +37,7 @@ int axis_size(const Subspace& s, int d) {
   }
 }
 
-sim::CommConfig config_of(const CollClass& c, const Point& p) {
+nccl::CommConfig config_of(const CollClass& c, const Point& p) {
   return c.subspaces[static_cast<std::size_t>(p.sub)].at(static_cast<std::size_t>(p.idx[0]),
                                                          static_cast<std::size_t>(p.idx[1]),
                                                          static_cast<std::size_t>(p.idx[2]));
@@ -56,7 +56,7 @@ int nearest(const std::vector<T>& values, T want) {
 }
 
 // The subspace of (algo, proto), or -1.
-int find_subspace(const CollClass& c, sim::Algorithm a, sim::Protocol p) {
+int find_subspace(const CollClass& c, nccl::Algorithm a, nccl::Protocol p) {
   for (std::size_t s = 0; s < c.subspaces.size(); ++s) {
     if (c.subspaces[s].algo == a && c.subspaces[s].proto == p) {
       return static_cast<int>(s);
@@ -419,7 +419,7 @@ class Run {
           continue;
         }
       }
-      const std::optional<sim::CommConfig> before = cfg[j];
+      const std::optional<nccl::CommConfig> before = cfg[j];
       cfg[j] = config_of(c, Point{w.sub, next});
       const Evaluation e = evaluate(cfg);
       const double x = accepted.comm_us[j];

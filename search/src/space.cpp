@@ -3,17 +3,19 @@
 
 #include <algorithm>
 
+#include "lagom/nccl/legality.hpp"
+
 namespace lagom::search {
 namespace {
 
-using sim::Algorithm;
-using sim::CollKind;
-using sim::CommConfig;
-using sim::Protocol;
+using nccl::Algorithm;
+using nccl::CollKind;
+using nccl::CommConfig;
+using nccl::Protocol;
 
 constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS (reference/nccl.md §1.3)
 constexpr int kWarp = 32;
-constexpr std::int64_t kGrain[sim::kProtocolCount] = {16, 3840, 512};  // LL, LL128, Simple
+constexpr std::int64_t kGrain[nccl::kProtocolCount] = {16, 3840, 512};  // LL, LL128, Simple
 constexpr std::int64_t kLargeMessage = std::int64_t{1} << 30;
 constexpr std::int64_t kP2pSimpleChunk = 512 * 1024;  // p2p: BUFFSIZE / NCCL_STEPS
 
@@ -23,18 +25,18 @@ constexpr Algorithm kAlgorithms[] = {
     Algorithm::kPat};
 constexpr Protocol kProtocols[] = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
-bool legal(const sim::NcclTables& t, CollKind coll, const CommConfig& c) {
-  return !sim::why_illegal(t.comm, coll, c).has_value();
+bool legal(const nccl::Tables& t, CollKind coll, const CommConfig& c) {
+  return !nccl::why_illegal(t.comm, coll, c).has_value();
 }
 
 // The grid of one subspace around NCCL's own configuration `base` for it.
-Subspace make_subspace(const sim::NcclTables& t, CollKind coll, Algorithm a, Protocol p,
+Subspace make_subspace(const nccl::Tables& t, CollKind coll, Algorithm a, Protocol p,
                        const CommConfig& base, std::int64_t max_chunk, const SpaceOptions& o) {
   Subspace s;
   s.algo = a;
   s.proto = p;
   s.nccl = base;
-  const std::int64_t grain = kGrain[sim::index_of(p)];
+  const std::int64_t grain = kGrain[nccl::index_of(p)];
   max_chunk = std::max(grain, max_chunk / grain * grain);
   // Channels.
   for (int nc = 1; nc <= kMaxChannels; nc = o.grid == Grid::kFine ? nc + 1 : nc * 2) {
@@ -88,7 +90,7 @@ CommConfig Subspace::at(std::size_t c, std::size_t t, std::size_t k) const {
   return cfg;
 }
 
-std::vector<Subspace> subspaces(const sim::NcclTables& tables, CollKind coll, std::int64_t bytes,
+std::vector<Subspace> subspaces(const nccl::Tables& tables, CollKind coll, std::int64_t bytes,
                                 const SpaceOptions& options) {
   std::vector<Subspace> out;
   auto keep = [&](Subspace s) {
@@ -96,9 +98,9 @@ std::vector<Subspace> subspaces(const sim::NcclTables& tables, CollKind coll, st
       out.push_back(std::move(s));
     }
   };
-  if (!sim::is_tuned(coll)) {
+  if (!nccl::is_tuned(coll)) {
     // NCCL's p2p path: its own schedule (Ring by convention), LL or Simple.
-    const CommConfig base = sim::nccl_choose(tables, coll, bytes).config;
+    const CommConfig base = nccl::choose(tables, coll, bytes).config;
     for (Protocol p : {Protocol::kLL, Protocol::kSimple}) {
       CommConfig b = base;
       b.algo = Algorithm::kRing;
@@ -116,15 +118,15 @@ std::vector<Subspace> subspaces(const sim::NcclTables& tables, CollKind coll, st
   }
   for (Algorithm a : kAlgorithms) {
     for (Protocol p : kProtocols) {
-      if (sim::nccl_algo_time_us(tables, coll, a, p, bytes) < 0) {
+      if (nccl::algo_time_us(tables, coll, a, p, bytes) < 0) {
         continue;  // NCCL disables it here
       }
-      const CommConfig base = sim::nccl_config_for(tables, coll, a, p, bytes);
+      const CommConfig base = nccl::config_for(tables, coll, a, p, bytes);
       if (!legal(tables, coll, base)) {
         continue;
       }
       const std::int64_t max_chunk =
-          sim::nccl_config_for(tables, coll, a, p, kLargeMessage).chunk_bytes;
+          nccl::config_for(tables, coll, a, p, kLargeMessage).chunk_bytes;
       keep(make_subspace(tables, coll, a, p, base, std::max(max_chunk, base.chunk_bytes), options));
     }
   }

@@ -15,22 +15,20 @@
 namespace lagom::sim {
 namespace {
 
-using calibrate::LinkKind;
-using calibrate::Proto;
-using topologies::LinkClass;
+using nccl::LinkClass;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
 // LL lines carry 8 B of data with 8 B of flags, LL128 lines 120 B of 128.
-double wire_efficiency(Protocol p) {
+double wire_efficiency(nccl::Protocol p) {
   switch (p) {
-    case Protocol::kLL:
+    case nccl::Protocol::kLL:
       return 0.5;
-    case Protocol::kLL128:
+    case nccl::Protocol::kLL128:
       return 120.0 / 128.0;
-    case Protocol::kSimple:
+    case nccl::Protocol::kSimple:
       return 1.0;
   }
   return 1.0;
@@ -38,13 +36,9 @@ double wire_efficiency(Protocol p) {
 
 namespace {
 
-// The profile's link parameters cover NVLink, PCIe and the network; the CPU interconnect (a
-// PCIe root-complex path) takes PCIe's.
-LinkKind link_kind_of(const std::optional<LinkClass>& c) {
-  if (!c || *c == LinkClass::kNvlink) {
-    return LinkKind::kNvlink;
-  }
-  return *c == LinkClass::kNetwork ? LinkKind::kNetwork : LinkKind::kPcie;
+// The class whose profile parameters a communicator's hops use: NVLink when nothing binds.
+LinkClass or_nvlink(const std::optional<LinkClass>& c) {
+  return c.value_or(LinkClass::kNvlink);
 }
 
 std::int64_t ceil_div(double a, double b) {
@@ -68,57 +62,58 @@ struct Load {
 
 }  // namespace
 
-double link_efficiency(const calibrate::HardwareProfile& profile, LinkClass cls) {
-  return profile.collective.link(link_kind_of(cls)).efficiency.value;
+double link_efficiency(const hardware::HardwareProfile& profile, nccl::LinkClass cls) {
+  return profile.collective.link(cls).efficiency.value;
 }
 
-double busbw_factor(CollKind kind, int nranks) {
+double busbw_factor(nccl::CollKind kind, int nranks) {
   const double n = nranks;
   switch (kind) {
-    case CollKind::kAllReduce:
+    case nccl::CollKind::kAllReduce:
       return 2.0 * (n - 1) / n;
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter:
-    case CollKind::kAllToAll:
+    case nccl::CollKind::kAllGather:
+    case nccl::CollKind::kReduceScatter:
+    case nccl::CollKind::kAllToAll:
       return (n - 1) / n;
-    case CollKind::kBroadcast:
-    case CollKind::kReduce:
-    case CollKind::kSendRecv:
+    case nccl::CollKind::kBroadcast:
+    case nccl::CollKind::kReduce:
+    case nccl::CollKind::kSendRecv:
       return 1.0;
   }
   return 1.0;
 }
 
-CollectiveModel::CollectiveModel(const calibrate::HardwareProfile& profile,
+CollectiveModel::CollectiveModel(const hardware::HardwareProfile& profile,
                                  const topologies::CommunicatorInfo& comm)
     : profile_(profile), comm_(comm) {}
 
-CollectiveEstimate CollectiveModel::estimate(CollKind kind, std::int64_t bytes,
-                                             const CommConfig& cfg) const {
+CollectiveEstimate CollectiveModel::estimate(nccl::CollKind kind, std::int64_t bytes,
+                                             const nccl::CommConfig& cfg) const {
   return plan(kind, bytes, cfg, nullptr, nullptr);
 }
 
-CollectiveEstimate CollectiveModel::estimate_p2p(std::int64_t bytes, const CommConfig& cfg,
+CollectiveEstimate CollectiveModel::estimate_p2p(std::int64_t bytes, const nccl::CommConfig& cfg,
                                                  int from_gpu, int to_gpu) const {
   if (!comm_.traffic) {
     throw Error("internal error: the communicator has no traffic description");
   }
   const topologies::Footprint path = comm_.traffic->pair(from_gpu, to_gpu);
-  return plan(CollKind::kSendRecv, bytes, cfg, nullptr, &path);
+  return plan(nccl::CollKind::kSendRecv, bytes, cfg, nullptr, &path);
 }
 
-std::vector<CollectiveModel::Share> CollectiveModel::traffic(CollKind kind, std::int64_t bytes,
-                                                             const CommConfig& cfg) const {
+std::vector<CollectiveModel::Share> CollectiveModel::traffic(nccl::CollKind kind,
+                                                             std::int64_t bytes,
+                                                             const nccl::CommConfig& cfg) const {
   std::vector<Share> shares;
   plan(kind, bytes, cfg, &shares, nullptr);
   return shares;
 }
 
-double CollectiveModel::hbm_per_payload_byte(CollKind kind, const CommConfig& cfg,
+double CollectiveModel::hbm_per_payload_byte(nccl::CollKind kind, const nccl::CommConfig& cfg,
                                              std::int64_t bytes) const {
-  const calibrate::ContentionParams& k = profile_.contention;
-  const bool reduces = kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter ||
-                       kind == CollKind::kReduce;
+  const hardware::ContentionParams& k = profile_.contention;
+  const bool reduces = kind == nccl::CollKind::kAllReduce ||
+                       kind == nccl::CollKind::kReduceScatter || kind == nccl::CollKind::kReduce;
   const double touches = reduces ? k.comm_hbm_reduce.value : k.comm_hbm_copy.value;
   const double in_flight = std::min(4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes),
                                     static_cast<double>(bytes));
@@ -127,8 +122,8 @@ double CollectiveModel::hbm_per_payload_byte(CollKind kind, const CommConfig& cf
   return touches / wire_efficiency(cfg.proto) * (1.0 + k.l2_spill.value * spill);
 }
 
-CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, const CommConfig& cfg,
-                                         std::vector<Share>* shares,
+CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes,
+                                         const nccl::CommConfig& cfg, std::vector<Share>* shares,
                                          const topologies::Footprint* path) const {
   if (bytes < 0) {
     throw Error(fmt::format("collective size must be >= 0 bytes, got {}", bytes));
@@ -136,14 +131,14 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
   if (cfg.nchannels < 1 || cfg.nthreads < 1) {
     throw Error(fmt::format("{}: channels and threads must be positive", to_string(cfg)));
   }
-  const calibrate::CollectiveParams& cp = profile_.collective;
+  const hardware::CollectiveParams& cp = profile_.collective;
   const int n = comm_.nranks;
   const int nodes = comm_.nnodes;
   const int ppn = comm_.ranks_per_node_max;
   const int nc = cfg.nchannels;
   const double S = static_cast<double>(bytes);
   const double w = wire_efficiency(cfg.proto);
-  const auto proto = static_cast<Proto>(index_of(cfg.proto));
+  const nccl::Protocol proto = cfg.proto;
 
   CollectiveEstimate e;
   e.launch_us = cp.launch_us.value + nc * cp.per_channel_us.value;
@@ -159,22 +154,22 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
 
   // A send's own path decides which links it crosses: the class that binds it inside a node
   // sets its channels' and hops' parameters (the communicator's ring otherwise).
-  LinkKind intra_kind = link_kind_of(comm_.intra_bottleneck_class);
+  LinkClass intra_kind = or_nvlink(comm_.intra_bottleneck_class);
   if (path != nullptr) {
-    std::optional<LinkClass> binding;
-    for (int c = 0; c < topologies::kLinkClassCount; ++c) {
-      const auto cls = static_cast<LinkClass>(c);
-      if (cls != LinkClass::kNetwork && path->worst[c] > 0 &&
+    std::optional<nccl::LinkClass> binding;
+    for (int c = 0; c < nccl::kLinkClassCount; ++c) {
+      const auto cls = static_cast<nccl::LinkClass>(c);
+      if (cls != nccl::LinkClass::kNetwork && path->worst[c] > 0 &&
           (!binding || path->worst[c] > path->worst[static_cast<int>(*binding)])) {
         binding = cls;
       }
     }
-    intra_kind = link_kind_of(binding);
+    intra_kind = or_nvlink(binding);
   }
-  const calibrate::LinkParams& intra = cp.link(intra_kind);
-  const calibrate::LinkParams& net = cp.link(LinkKind::kNetwork);
-  auto channel_cap = [&](const calibrate::LinkParams& l) {
-    const calibrate::ProtocolParams& p = l.proto(proto);
+  const hardware::LinkParams& intra = cp.link(intra_kind);
+  const hardware::LinkParams& net = cp.link(LinkClass::kNetwork);
+  auto channel_cap = [&](const hardware::LinkParams& l) {
+    const hardware::ProtocolParams& p = l.proto(proto);
     return p.channel_GBps.value * std::min(1.0, cfg.nthreads / p.saturation_threads.value);
   };
   const double intra_step = intra.proto(proto).step_us.value;
@@ -189,12 +184,12 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
     if (shares != nullptr) {
       shares->push_back(Share{&f, volume, 1.0 / wire});
     }
-    for (int c = 0; c < topologies::kLinkClassCount; ++c) {
+    for (int c = 0; c < nccl::kLinkClassCount; ++c) {
       if (f.worst[c] > 0) {
-        const auto cls = static_cast<LinkClass>(c);
-        const double eff = cp.link(link_kind_of(cls)).efficiency.value;
+        const auto cls = static_cast<nccl::LinkClass>(c);
+        const double eff = cp.link(cls).efficiency.value;
         // Bytes through the busiest link of the class, at its effective bandwidth.
-        loads.push_back({topologies::to_string(cls), volume * f.worst_per_byte[c],
+        loads.push_back({to_string(cls), volume * f.worst_per_byte[c],
                          eff * wire * f.worst_per_byte[c] / f.worst[c]});
       }
     }
@@ -234,10 +229,10 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
   const double tree_net_factor = multi ? 2.0 * (nodes - 1) / nodes : 0.0;
 
   switch (cfg.algo) {
-    case Algorithm::kRing: {
-      if (kind == CollKind::kAllReduce || kind == CollKind::kAllGather ||
-          kind == CollKind::kReduceScatter) {
-        const bool ar = kind == CollKind::kAllReduce;
+    case nccl::Algorithm::kRing: {
+      if (kind == nccl::CollKind::kAllReduce || kind == nccl::CollKind::kAllGather ||
+          kind == nccl::CollKind::kReduceScatter) {
+        const bool ar = kind == nccl::CollKind::kAllReduce;
         const double factor = (ar ? 2.0 : 1.0) * (n - 1) / n;
         const int s = ar ? 2 * (n - 1) : n - 1;
         const int s_net = multi ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
@@ -246,7 +241,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
         hops(s, s_net, traffic.ring());
         const std::int64_t loops = std::max<std::int64_t>(1, ceil_div(per_channel, n * C));
         steps = loops * s;
-      } else if (kind == CollKind::kBroadcast || kind == CollKind::kReduce) {
+      } else if (kind == nccl::CollKind::kBroadcast || kind == nccl::CollKind::kReduce) {
         // A chain in ring order: the root's data flows through n-1 hops, pipelined by chunk
         // (every ring edge counted at S: the edge into the root is the one left out).
         add_links(traffic.ring(), S, w);
@@ -256,12 +251,12 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
         steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
         pipelined = true;
       }
-      // AllToAll and SendRecv (Ring by convention, as nccl_choose reports them) take the p2p
+      // AllToAll and SendRecv (Ring by convention, as nccl::choose reports them) take the p2p
       // schedule below.
       break;
     }
-    case Algorithm::kTree: {
-      if (kind != CollKind::kAllReduce) {
+    case nccl::Algorithm::kTree: {
+      if (kind != nccl::CollKind::kAllReduce) {
         throw Error("Tree is an AllReduce algorithm");
       }
       // Intra-node chain, inter-node double binary tree: reduce up, broadcast down. Each chain
@@ -275,13 +270,13 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       pipelined = true;
       break;
     }
-    case Algorithm::kNvls:
-    case Algorithm::kNvlsTree: {
-      if (intra_kind != LinkKind::kNvlink || !comm_.nvls_available) {
+    case nccl::Algorithm::kNvls:
+    case nccl::Algorithm::kNvlsTree: {
+      if (intra_kind != LinkClass::kNvlink || !comm_.nvls_available) {
         throw Error("NVLS needs GPUs on an NVSwitch with NVLink SHARP");
       }
-      const bool ar = kind == CollKind::kAllReduce;
-      if (!ar && kind != CollKind::kAllGather && kind != CollKind::kReduceScatter) {
+      const bool ar = kind == nccl::CollKind::kAllReduce;
+      if (!ar && kind != nccl::CollKind::kAllGather && kind != nccl::CollKind::kReduceScatter) {
         throw Error(fmt::format("NVLS has no schedule for {}", to_string(kind)));
       }
       // AllReduce: each GPU sends its buffer into the switch and receives the reduced result (S
@@ -289,12 +284,12 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       // ((n-1)/n S); ReduceScatter sends the others' shares up to be reduced and receives its
       // own reduced shard.
       const double shard = S / n;
-      const double up = ar ? S : kind == CollKind::kAllGather ? shard : S - shard;
-      const double down = ar ? S : kind == CollKind::kAllGather ? S - shard : shard;
+      const double up = ar ? S : kind == nccl::CollKind::kAllGather ? shard : S - shard;
+      const double down = ar ? S : kind == nccl::CollKind::kAllGather ? S - shard : shard;
       const double v = std::max(up, down);
-      const int nvl = static_cast<int>(LinkClass::kNvlink);
+      const int nvl = static_cast<int>(nccl::LinkClass::kNvlink);
       const double port_scale =
-          cp.link(LinkKind::kNvlink).efficiency.value / cp.nvls_efficiency.value;
+          cp.link(LinkClass::kNvlink).efficiency.value / cp.nvls_efficiency.value;
       for (const auto& [f, bytes_on] :
            {std::pair{&traffic.nvls_up(), up}, std::pair{&traffic.nvls_down(), down}}) {
         loads.push_back({"nvls", bytes_on * f->worst_per_byte[nvl],
@@ -307,7 +302,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       loads.push_back({"channels", v, nc * channel_cap(intra)});
       gpu_bytes = v;
       int d_net = 0;
-      if (cfg.algo == Algorithm::kNvlsTree) {
+      if (cfg.algo == nccl::Algorithm::kNvlsTree) {
         if (!multi) {
           throw Error("NVLSTree needs more than one node");
         }
@@ -327,15 +322,15 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       pipelined = true;
       break;
     }
-    case Algorithm::kCollNetDirect:
-    case Algorithm::kCollNetChain: {
+    case nccl::Algorithm::kCollNetDirect:
+    case nccl::Algorithm::kCollNetChain: {
       if (!multi) {
         throw Error("CollNet needs more than one node");
       }
       // The network switch reduces: a node sends its (intra-reduced) buffer once and receives
       // the result once. Direct scatters within the node (2(ppn-1)/ppn S per GPU); Chain runs a
       // chain (2S per GPU).
-      const bool direct = cfg.algo == Algorithm::kCollNetDirect;
+      const bool direct = cfg.algo == nccl::Algorithm::kCollNetDirect;
       const double v_intra = direct ? 2.0 * S * (ppn - 1) / ppn : S;
       if (ppn > 1) {
         add_links(direct ? traffic.all_to_all() : traffic.chain(), v_intra, w);
@@ -349,7 +344,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
       pipelined = true;
       break;
     }
-    case Algorithm::kPat: {
+    case nccl::Algorithm::kPat: {
       // Parallel aggregated trees for AllGather/ReduceScatter with one rank per node: log2(n)
       // rounds, each moving a growing share over the network.
       const double v = S * (n - 1) / n;
@@ -362,13 +357,13 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
     }
   }
 
-  if (kind == CollKind::kAllToAll || kind == CollKind::kSendRecv) {
+  if (kind == nccl::CollKind::kAllToAll || kind == nccl::CollKind::kSendRecv) {
     // Point-to-point schedules (whatever `algo` says): NCCL runs AllToAll as n-1 concurrent
     // send/recv pairs and Send/Recv as one, chunked by the p2p chunk size.
     loads.clear();
     pipelined = false;
     depth = 1;
-    if (kind == CollKind::kAllToAll) {
+    if (kind == nccl::CollKind::kAllToAll) {
       const double share = S / n;  // to each peer
       add_links(traffic.all_to_all(), S, w);
       add_channels(share * (n - 1), multi);
@@ -420,7 +415,7 @@ CollectiveEstimate CollectiveModel::plan(CollKind kind, std::int64_t bytes, cons
   e.sync_steps = steps;
   e.hop_us = hop_us;
   e.sync_us = static_cast<double>(steps) * chunk_step_us;
-  if (pipelined && depth > 1 && e.transfer_us > 0 && cfg.proto == Protocol::kSimple) {
+  if (pipelined && depth > 1 && e.transfer_us > 0 && cfg.proto == nccl::Protocol::kSimple) {
     // Simple forwards a chunk once it has arrived: the first chunk crosses depth-1 hops before
     // the last hop starts streaming. LL and LL128 forward each 16- or 128-byte line as it
     // arrives, so their fill is the hops' latency, already counted.

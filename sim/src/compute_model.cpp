@@ -10,19 +10,20 @@
 
 namespace lagom::sim {
 
-static_assert(calibrate::kComputeClassCount == traces::kComputeClassCount,
+static_assert(hardware::kComputeClassCount == traces::kComputeClassCount,
               "the profile's compute classes follow traces::ComputeClass");
 
-ComputeModel::ComputeModel(const calibrate::HardwareProfile& profile)
+ComputeModel::ComputeModel(const hardware::HardwareProfile& profile)
     : profile_(profile),
       sms_(static_cast<int>(profile.gpu.sms.value)),
       hbm_GBps_(profile.gpu.hbm_GBps.value) {}
 
 int ComputeModel::blocks_per_sm(const traces::ComputeShape& shape) const {
-  const int tb = shape.blocks_per_sm > 0
-                     ? shape.blocks_per_sm
-                     : static_cast<int>(
-                           profile_.compute.classes[static_cast<int>(shape.cls)].blocks_per_sm.value);
+  const int tb =
+      shape.blocks_per_sm > 0
+          ? shape.blocks_per_sm
+          : static_cast<int>(
+                profile_.compute.classes[static_cast<int>(shape.cls)].blocks_per_sm.value);
   // No more than the SM can hold, whatever the op or the class says.
   return std::max(1, std::min(tb, static_cast<int>(profile_.gpu.max_blocks_per_sm.value)));
 }
@@ -34,7 +35,8 @@ int ComputeModel::blocks_beside_comm(const traces::ComputeShape& shape, int comm
   const double sm_threads = profile_.gpu.max_threads_per_sm.value;
   const double block_threads = std::min(1024.0, sm_threads / tb);
   int fit = static_cast<int>(std::floor(std::max(0.0, sm_threads - comm_threads) / block_threads));
-  const double smem = profile_.compute.classes[static_cast<int>(shape.cls)].smem_per_block_KiB.value;
+  const double smem =
+      profile_.compute.classes[static_cast<int>(shape.cls)].smem_per_block_KiB.value;
   if (smem > 0) {
     const double left =
         profile_.gpu.smem_per_sm_KiB.value - profile_.contention.comm_cta_smem_KiB.value;
@@ -52,7 +54,8 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
                                       const SmGrant& grant, double hbm_GBps,
                                       double inflation) const {
   const int tb = blocks_per_sm(shape);
-  const int shared_blocks = grant.blocks_per_shared > 0 ? grant.shared * grant.blocks_per_shared : 0;
+  const int shared_blocks =
+      grant.blocks_per_shared > 0 ? grant.shared * grant.blocks_per_shared : 0;
   if (grant.full < 0 || grant.shared < 0 || grant.full * tb + shared_blocks < 1 ||
       !(hbm_GBps > 0)) {
     throw Error(
@@ -62,7 +65,7 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   }
   // SMs that hold some of its blocks.
   const int sms = grant.full + (grant.blocks_per_shared > 0 ? grant.shared : 0);
-  const calibrate::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
+  const hardware::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
   const bool tensor =
       shape.cls == traces::ComputeClass::kGemm || shape.cls == traces::ComputeClass::kAttention;
   const double peak_TFLOPS =

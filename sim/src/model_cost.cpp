@@ -6,23 +6,23 @@
 #include <algorithm>
 
 #include "lagom/common/error.hpp"
-#include "lagom/sim/config_override.hpp"
-#include "lagom/sim/nccl_topology.hpp"
+#include "lagom/nccl/config_override.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 
 namespace lagom::sim {
 
 struct ModelCost::Communicator {
   topologies::CommunicatorInfo info;
-  NcclCommInfo nccl;
-  NcclTables tables;
+  nccl::CommInfo nccl;
+  nccl::Tables tables;
   std::unique_ptr<CollectiveModel> model;
 };
 
 namespace {
 
-CollKind coll_of(const traces::Workload& w, traces::OpId op) {
-  auto k = coll_kind_of(w.kind(op));
+nccl::CollKind coll_of(const traces::Workload& w, traces::OpId op) {
+  auto k = traces::coll_kind_of(w.kind(op));
   if (!k) {
     throw Error(fmt::format("{} is not a communication op", w.describe(op)));
   }
@@ -31,7 +31,7 @@ CollKind coll_of(const traces::Workload& w, traces::OpId op) {
 
 }  // namespace
 
-ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
+ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
                      const traces::Workload& w)
     : cluster_(cluster), profile_(profile), compute_(profile) {
   const std::string env = topologies::describe_nccl_env(cluster.spec());
@@ -44,18 +44,17 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const calibrate::Hardwa
   }
   if (w.rank_count() > static_cast<std::uint32_t>(cluster.gpu_count()) ||
       top_gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
-    throw Error(
-        fmt::format("the workload has {} ranks{} but cluster '{}' has {} GPUs ({} node(s) x "
-                    "{}); pass --nodes to make it larger",
-                    w.rank_count(),
-                    top_gpu >= w.rank_count() ? fmt::format(" on GPUs up to {}", top_gpu) : "",
-                    cluster.name(), cluster.gpu_count(), cluster.nodes(), cluster.gpus_per_node()));
+    throw Error(fmt::format(
+        "the workload has {} ranks{} but cluster '{}' has {} GPUs ({} node(s) x "
+        "{}); pass --nodes to make it larger",
+        w.rank_count(), top_gpu >= w.rank_count() ? fmt::format(" on GPUs up to {}", top_gpu) : "",
+        cluster.name(), cluster.gpu_count(), cluster.nodes(), cluster.gpus_per_node()));
   }
   auto make = [&](std::vector<int> ranks) {
     auto c = std::make_unique<Communicator>();
     c->info = topologies::describe_communicator(cluster, ranks);
     c->nccl = nccl_comm_info(cluster, c->info);
-    c->tables = nccl_tune_model(c->nccl);
+    c->tables = nccl::tune_model(c->nccl);
     c->model = std::make_unique<CollectiveModel>(profile_, c->info);
     return c;
   };
@@ -101,44 +100,29 @@ const ModelCost::Communicator& ModelCost::communicator_of(const traces::Workload
   return *pairs_.at({std::min(a, b), std::max(a, b)});
 }
 
-CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) const {
-  const CollKind kind = coll_of(w, op);
+nccl::CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) const {
+  const nccl::CollKind kind = coll_of(w, op);
   const Communicator& c = communicator_of(w, op);
   if (source_ != nullptr) {
-    if (const ConfigOverride* o = source_->override_for(op)) {
+    if (const nccl::ConfigOverride* o = source_->override_for(op)) {
       try {
-        return resolve_config(c.tables, kind, w.bytes(op), *o);
+        return nccl::resolve_config(c.tables, kind, w.bytes(op), *o);
       } catch (const Error& e) {
         throw Error(fmt::format("{}: plan: {}", w.describe(op), e.what()));
       }
     }
   }
-  ConfigOverride pin;
-  if (const traces::PinnedConfig* p = w.pinned_config(op)) {
-    if (!p->algo.empty() && !(pin.algo = parse_algorithm(p->algo))) {
-      throw Error(
-          fmt::format("{}: unknown algorithm '{}' in 'config' (NCCL's: Tree, Ring, "
-                      "CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)",
-                      w.describe(op), p->algo));
-    }
-    if (!p->proto.empty() && !(pin.proto = parse_protocol(p->proto))) {
-      throw Error(fmt::format("{}: unknown protocol '{}' in 'config' (NCCL's: LL, LL128, Simple)",
-                              w.describe(op), p->proto));
-    }
-    pin.nchannels = p->nchannels;
-    pin.nthreads = p->nthreads;
-    pin.chunk_bytes = p->chunk_bytes;
-  }
+  const nccl::ConfigOverride* pinned = w.pinned_config(op);
   try {
-    return resolve_config(c.tables, kind, w.bytes(op), pin);
+    return nccl::resolve_config(c.tables, kind, w.bytes(op),
+                                pinned != nullptr ? *pinned : nccl::ConfigOverride{});
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}: {}", w.describe(op),
-                            w.pinned_config(op) != nullptr ? "pinned config" : "NCCL's own choice",
-                            e.what()));
+                            pinned != nullptr ? "pinned config" : "NCCL's own choice", e.what()));
   }
 }
 
-const NcclTables& ModelCost::nccl_tables(const traces::Workload& w, traces::OpId op) const {
+const nccl::Tables& ModelCost::nccl_tables(const traces::Workload& w, traces::OpId op) const {
   return communicator_of(w, op).tables;
 }
 
@@ -148,7 +132,7 @@ const topologies::CommunicatorInfo& ModelCost::communicator_info(const traces::W
 }
 
 const CollectiveModel& ModelCost::collective_model(const traces::Workload& w,
-                                                  traces::OpId op) const {
+                                                   traces::OpId op) const {
   return *communicator_of(w, op).model;
 }
 
@@ -157,7 +141,7 @@ CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId o
 }
 
 CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op,
-                                       const CommConfig& config) const {
+                                       const nccl::CommConfig& config) const {
   const Communicator& c = communicator_of(w, op);
   if (traces::is_p2p(w.kind(op))) {
     // On the sender's own path to the receiver.
@@ -196,9 +180,9 @@ Time ModelCost::standalone_time(const traces::Workload& w, const traces::Executi
               .time_us);
     }
     case traces::OpKind::kMemcpy:
-      return Time::from_us(2.0 * static_cast<double>(w.bytes(op)) /
-                           (profile_.gpu.hbm_GBps.value *
-                            profile_.contention.hbm_efficiency.value * 1e3));
+      return Time::from_us(
+          2.0 * static_cast<double>(w.bytes(op)) /
+          (profile_.gpu.hbm_GBps.value * profile_.contention.hbm_efficiency.value * 1e3));
     default:
       return Time::from_us(estimate(w, op).time_us);
   }

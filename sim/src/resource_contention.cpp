@@ -66,14 +66,14 @@ void ResourceContention::bind(const traces::Workload& w, const traces::Execution
   w_ = &w;
   g_ = &g;
   const topologies::Cluster& cluster = models_.cluster();
-  const calibrate::HardwareProfile& p = models_.profile();
+  const hardware::HardwareProfile& p = models_.profile();
   for (std::size_t id = 0; id < cluster.link_count(); ++id) {
     const topologies::Link l = cluster.link(id);
     const double cap = l.bandwidth_GBps * link_efficiency(p, l.link_class);
     if (!(cap > 0) || !std::isfinite(cap)) {
       throw Error(fmt::format("cluster '{}': link {} -> {} ({}) has no usable bandwidth ({} GB/s)",
                               cluster.name(), cluster.name_of(l.a), cluster.name_of(l.b),
-                              topologies::to_string(l.link_class), l.bandwidth_GBps));
+                              to_string(l.link_class), l.bandwidth_GBps));
     }
     solver_.add_resource(cap);  // 2 * id: a -> b
     solver_.add_resource(cap);  // 2 * id + 1: b -> a
@@ -97,8 +97,8 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   const auto self = static_cast<std::int32_t>(w.rank_of(op));
   const std::int32_t from = !p2p ? -1 : kind == traces::OpKind::kSend ? self : w.peer(op);
   const std::int32_t to = !p2p ? -1 : kind == traces::OpKind::kSend ? w.peer(op) : self;
-  const CommKey key{w.group(op),  from, to, p2p ? traces::OpKind::kSend : kind,
-                    w.bytes(op), w.pinned_config(op)};
+  const CommKey key{w.group(op),        from, to, p2p ? traces::OpKind::kSend : kind, w.bytes(op),
+                    w.pinned_config(op)};
   // Members of one instance come one after another with the same key.
   if (last_info_ != nullptr && key == last_key_) {
     by_op_[op] = last_info_;
@@ -110,10 +110,10 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     last_info_ = &it->second;
     return it->second;
   }
-  const CommConfig cfg = models_.config_for(w, op);
+  const nccl::CommConfig cfg = models_.config_for(w, op);
   const CollectiveEstimate e = models_.estimate(w, op, cfg);
   const CollectiveModel& model = models_.collective_model(w, op);
-  const CollKind ck = *coll_kind_of(kind);
+  const nccl::CollKind ck = *traces::coll_kind_of(kind);
   CommInfo c;
   c.time_us = e.time_us;
   c.nchannels = cfg.nchannels;
@@ -135,9 +135,10 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     const auto gpu_of = [&](std::int32_t rank) {
       return static_cast<int>(w.gpu_of(static_cast<traces::Rank>(rank)));
     };
-    const traces::Group* group =
-        w.group(op) == traces::kNoGroup ? nullptr : &w.groups()[static_cast<std::size_t>(w.group(op))];
-    if (ck == CollKind::kSendRecv) {
+    const traces::Group* group = w.group(op) == traces::kNoGroup
+                                     ? nullptr
+                                     : &w.groups()[static_cast<std::size_t>(w.group(op))];
+    if (ck == nccl::CollKind::kSendRecv) {
       add_footprint(info.traffic->pair(gpu_of(from), gpu_of(to)), S,
                     1.0 / wire_efficiency(cfg.proto));
     } else {
@@ -219,9 +220,10 @@ void ResourceContention::add_comm(traces::Rank rank, traces::OpId op) {
   gpu.comm_threads = std::max(gpu.comm_threads, c.nthreads);
   if (gpu.ctas > models_.compute().sms() && !gpu.warned_ctas) {
     gpu.warned_ctas = true;
-    warn(fmt::format("rank {}: {} NCCL CTAs at once ({} communication ops) on {} SMs: more than "
-                     "the GPU holds; real NCCL kernels would wait for SMs (modelled as sharing them)",
-                     rank, gpu.ctas, gpu.comms.size(), models_.compute().sms()));
+    warn(fmt::format(
+        "rank {}: {} NCCL CTAs at once ({} communication ops) on {} SMs: more than "
+        "the GPU holds; real NCCL kernels would wait for SMs (modelled as sharing them)",
+        rank, gpu.ctas, gpu.comms.size(), models_.compute().sms()));
   }
   mark(rank);
 }
@@ -407,7 +409,7 @@ void ResourceContention::regrant(traces::Rank rank) {
     return;
   }
   const ComputeModel& cm = models_.compute();
-  const calibrate::HardwareProfile& p = models_.profile();
+  const hardware::HardwareProfile& p = models_.profile();
   const int sms = cm.sms();
   const int ctas = gpu.ctas;
   const int comm_threads = gpu.comm_threads;
@@ -430,9 +432,8 @@ void ResourceContention::regrant(traces::Rank rank) {
   // Kernels in op order, so that the split does not depend on launch bookkeeping.
   const std::size_t n = gpu.kernels.size();
   if (n > 1) {
-    std::sort(gpu.kernels.begin(), gpu.kernels.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return running_[a].op < running_[b].op;
-    });
+    std::sort(gpu.kernels.begin(), gpu.kernels.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return running_[a].op < running_[b].op; });
   }
   Scratch& k_ = grant_scratch_;
   k_.full.resize(n);
@@ -445,7 +446,8 @@ void ResourceContention::regrant(traces::Rank rank) {
       k_.beside[0] = beside_of(run, comm_threads);
       const double rest = run.blocks - static_cast<double>(k_.full[0]) * run.tb;
       if (k_.beside[0] > 0 && rest > 0) {
-        k_.on_shared[0] = static_cast<int>(std::min<double>(shared, std::ceil(rest / k_.beside[0])));
+        k_.on_shared[0] =
+            static_cast<int>(std::min<double>(shared, std::ceil(rest / k_.beside[0])));
       }
     }
   } else {
@@ -566,8 +568,8 @@ std::string ResourceContention::resource_name(FlowSolver::ResourceId r) const {
   const topologies::Cluster& c = models_.cluster();
   const topologies::Link l = c.link(r / 2);
   const bool forward = r % 2 == 0;
-  return fmt::format("{} -> {} ({})", c.name_of(forward ? l.a : l.b), c.name_of(forward ? l.b : l.a),
-                     topologies::to_string(l.link_class));
+  return fmt::format("{} -> {} ({})", c.name_of(forward ? l.a : l.b),
+                     c.name_of(forward ? l.b : l.a), to_string(l.link_class));
 }
 
 std::string ResourceContention::check_invariants() const {
@@ -601,8 +603,9 @@ std::string ResourceContention::check_invariants() const {
       on_shared += running_[slot].grant.shared;
     }
     if (full > sms - shared || (shared > 0 && on_shared > shared)) {
-      return fmt::format("rank {}: kernels hold {} free and {} shared SMs of {} ({} hold NCCL CTAs)",
-                         r, full, on_shared, sms, shared);
+      return fmt::format(
+          "rank {}: kernels hold {} free and {} shared SMs of {} ({} hold NCCL CTAs)", r, full,
+          on_shared, sms, shared);
     }
   }
   return "";

@@ -26,7 +26,8 @@ TEST_P(Accuracy, MedianErrorAtOneMiBAndAboveIsWithinTarget) {
   std::vector<FitInput> in;
   in.push_back(FitInput{c.log, embedded_nccl_tests_log(c.log),
                         topologies::load_cluster(c.cluster, c.nodes)});
-  const HardwareProfile profile = default_profile_for_gpu(in.front().cluster.spec().gpu_type);
+  const hardware::HardwareProfile profile =
+      hardware::default_profile_for_gpu(in.front().cluster.spec().gpu_type);
   const std::vector<FitRow> rows = evaluate_profile(profile, in);
   const ErrorSummary big =
       summarize_errors(rows, std::int64_t{1} << 20, std::numeric_limits<std::int64_t>::max());

@@ -1,5 +1,5 @@
-// Least-squares calibration of a HardwareProfile: recovery of known parameters from synthetic
-// nccl-tests logs, improvement on the embedded real logs, env metadata, error summaries.
+// Least-squares calibration of a hardware::HardwareProfile: recovery of known parameters from
+// synthetic nccl-tests logs, improvement on the embedded real logs, env metadata, error summaries.
 #include "lagom/calibrate/fit.hpp"
 
 #include <gtest/gtest.h>
@@ -13,14 +13,14 @@
 #include <utility>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
 #include "lagom/calibrate/nccl_tests_log.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/sim/collective_model.hpp"
-#include "lagom/sim/nccl_topology.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 #include "test_util.hpp"
 
 namespace lagom::calibrate {
@@ -53,7 +53,7 @@ NcclTestsLog synthetic_log(NcclTestsCollective collective, int nranks) {
 
 // Sets every row's time to what `truth` predicts for it (NCCL's default configuration at that
 // size, timed by the collective model).
-void fill_times(const HardwareProfile& truth, std::vector<FitInput>& inputs) {
+void fill_times(const hardware::HardwareProfile& truth, std::vector<FitInput>& inputs) {
   std::map<std::pair<std::string, std::int64_t>, double> t;
   for (const FitRow& r : evaluate_profile(truth, inputs)) {
     t[{r.log, r.size_bytes}] = r.predicted_us;
@@ -68,9 +68,9 @@ void fill_times(const HardwareProfile& truth, std::vector<FitInput>& inputs) {
 // The profile `lagom calibrate fit` started from: every fitted number records its prior in its
 // source, "lagom calibrate fit: ... (prior <value>: <the prior's source>)" (fit.cpp). Numbers
 // that were not fitted are their own prior.
-HardwareProfile recorded_prior(const HardwareProfile& p) {
-  HardwareProfile out = p;
-  auto restore = [](Measured& m) {
+hardware::HardwareProfile recorded_prior(const hardware::HardwareProfile& p) {
+  hardware::HardwareProfile out = p;
+  auto restore = [](hardware::Measured& m) {
     const std::string tag = "(prior ";
     const std::size_t at = m.source.find(tag);
     if (m.source.rfind("lagom calibrate fit", 0) != 0 || at == std::string::npos) {
@@ -81,15 +81,16 @@ HardwareProfile recorded_prior(const HardwareProfile& p) {
     m.value = std::stod(m.source.substr(at + tag.size(), colon - at - tag.size()));
     m.source = m.source.substr(colon + 2, m.source.size() - colon - 3);
   };
-  CollectiveParams& c = out.collective;
-  for (Measured* m :
+  hardware::CollectiveParams& c = out.collective;
+  for (hardware::Measured* m :
        {&c.launch_us, &c.per_channel_us, &c.nvls_efficiency, &c.nvls_step_us, &c.nvls_chunk_us}) {
     restore(*m);
   }
-  for (LinkParams& l : c.links) {
+  for (hardware::LinkParams& l : c.links) {
     restore(l.efficiency);
-    for (ProtocolParams& q : l.protocols) {
-      for (Measured* m : {&q.step_us, &q.chunk_us, &q.channel_GBps, &q.saturation_threads}) {
+    for (hardware::ProtocolParams& q : l.protocols) {
+      for (hardware::Measured* m :
+           {&q.step_us, &q.chunk_us, &q.channel_GBps, &q.saturation_threads}) {
         restore(*m);
       }
     }
@@ -119,12 +120,12 @@ double gap(double value, double truth) {
 // Fitting from the unchanged built-in must reproduce the synthetic times and move each changed
 // parameter toward its truth; parameters the rows never touch (PCIe, network) stay at the prior.
 TEST(Fit, RecoversKnownParametersFromSyntheticLogs) {
-  const HardwareProfile prior = load_profile("h100-sxm");
-  HardwareProfile truth = prior;
-  CollectiveParams& tc = truth.collective;
+  const hardware::HardwareProfile prior = hardware::load_profile("h100-sxm");
+  hardware::HardwareProfile truth = prior;
+  hardware::CollectiveParams& tc = truth.collective;
   tc.nvls_efficiency.value *= 0.8;
-  tc.link(LinkKind::kNvlink).efficiency.value *= 0.9;
-  tc.link(LinkKind::kNvlink).proto(Proto::kLL).channel_GBps.value *= 1.5;
+  tc.link(nccl::LinkClass::kNvlink).efficiency.value *= 0.9;
+  tc.link(nccl::LinkClass::kNvlink).proto(nccl::Protocol::kLL).channel_GBps.value *= 1.5;
   tc.nvls_chunk_us.value *= 1.5;
 
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
@@ -137,18 +138,18 @@ TEST(Fit, RecoversKnownParametersFromSyntheticLogs) {
   {
     const std::vector<int> ranks = {0, 1, 2, 3, 4, 5, 6, 7};
     const topologies::CommunicatorInfo comm = topologies::describe_communicator(cluster, ranks);
-    const sim::NcclCommInfo info = sim::nccl_comm_info(cluster, comm);
+    const nccl::CommInfo info = topologies::nccl_comm_info(cluster, comm);
     const sim::CollectiveModel m(truth, comm);
-    auto at = [&](sim::CollKind kind, std::int64_t bytes) {
-      return m.estimate(kind, bytes, sim::nccl_default_config(info, kind, bytes));
+    auto at = [&](nccl::CollKind kind, std::int64_t bytes) {
+      return m.estimate(kind, bytes, nccl::default_config(info, kind, bytes));
     };
-    EXPECT_EQ(sim::nccl_default_config(info, sim::CollKind::kAllReduce, kGiB).algo,
-              sim::Algorithm::kNvls);
-    EXPECT_EQ(at(sim::CollKind::kAllReduce, kGiB).bottleneck, "nvls");
-    EXPECT_EQ(at(sim::CollKind::kAllGather, kGiB).bottleneck, "nvlink");
-    EXPECT_EQ(sim::nccl_default_config(info, sim::CollKind::kAllGather, 256 * kKiB).proto,
-              sim::Protocol::kLL);
-    EXPECT_EQ(at(sim::CollKind::kAllGather, 256 * kKiB).bottleneck, "channels");
+    EXPECT_EQ(nccl::default_config(info, nccl::CollKind::kAllReduce, kGiB).algo,
+              nccl::Algorithm::kNvls);
+    EXPECT_EQ(at(nccl::CollKind::kAllReduce, kGiB).bottleneck, "nvls");
+    EXPECT_EQ(at(nccl::CollKind::kAllGather, kGiB).bottleneck, "nvlink");
+    EXPECT_EQ(nccl::default_config(info, nccl::CollKind::kAllGather, 256 * kKiB).proto,
+              nccl::Protocol::kLL);
+    EXPECT_EQ(at(nccl::CollKind::kAllGather, 256 * kKiB).bottleneck, "channels");
   }
 
   FitOptions options;
@@ -159,8 +160,8 @@ TEST(Fit, RecoversKnownParametersFromSyntheticLogs) {
     EXPECT_LT(std::abs(r.rel_error()), 0.01) << r.log << " " << r.size_bytes << " B";
   }
 
-  const CollectiveParams& pc = prior.collective;
-  const CollectiveParams& fc = fit.profile.collective;
+  const hardware::CollectiveParams& pc = prior.collective;
+  const hardware::CollectiveParams& fc = fit.profile.collective;
   struct Moved {
     const char* name;
     double prior, truth, fitted;
@@ -169,12 +170,13 @@ TEST(Fit, RecoversKnownParametersFromSyntheticLogs) {
   const Moved moved[] = {
       {"nvls_efficiency", pc.nvls_efficiency.value, tc.nvls_efficiency.value,
        fc.nvls_efficiency.value, true},
-      {"nvlink.efficiency", pc.link(LinkKind::kNvlink).efficiency.value,
-       tc.link(LinkKind::kNvlink).efficiency.value, fc.link(LinkKind::kNvlink).efficiency.value,
-       true},
-      {"nvlink.LL.channel_GBps", pc.link(LinkKind::kNvlink).proto(Proto::kLL).channel_GBps.value,
-       tc.link(LinkKind::kNvlink).proto(Proto::kLL).channel_GBps.value,
-       fc.link(LinkKind::kNvlink).proto(Proto::kLL).channel_GBps.value, true},
+      {"nvlink.efficiency", pc.link(nccl::LinkClass::kNvlink).efficiency.value,
+       tc.link(nccl::LinkClass::kNvlink).efficiency.value,
+       fc.link(nccl::LinkClass::kNvlink).efficiency.value, true},
+      {"nvlink.LL.channel_GBps",
+       pc.link(nccl::LinkClass::kNvlink).proto(nccl::Protocol::kLL).channel_GBps.value,
+       tc.link(nccl::LinkClass::kNvlink).proto(nccl::Protocol::kLL).channel_GBps.value,
+       fc.link(nccl::LinkClass::kNvlink).proto(nccl::Protocol::kLL).channel_GBps.value, true},
       {"nvls_chunk_us", pc.nvls_chunk_us.value, tc.nvls_chunk_us.value, fc.nvls_chunk_us.value,
        false},
   };
@@ -189,15 +191,15 @@ TEST(Fit, RecoversKnownParametersFromSyntheticLogs) {
   EXPECT_NE(fc.nvls_efficiency.source.find(pc.nvls_efficiency.source), std::string::npos)
       << "the prior's provenance stays visible: " << fc.nvls_efficiency.source;
 
-  for (LinkKind k : {LinkKind::kPcie, LinkKind::kNetwork}) {
-    const LinkParams& before = pc.link(k);
-    const LinkParams& after = fc.link(k);
+  for (nccl::LinkClass k : {nccl::LinkClass::kPcie, nccl::LinkClass::kNetwork}) {
+    const hardware::LinkParams& before = pc.link(k);
+    const hardware::LinkParams& after = fc.link(k);
     // Up to rounding: the fit solves for 1 / efficiency and 1 / channel_GBps.
-    auto same = [](const Measured& a, const Measured& b) {
+    auto same = [](const hardware::Measured& a, const hardware::Measured& b) {
       return std::abs(a.value - b.value) <= 1e-12 * b.value && a.source == b.source;
     };
     EXPECT_TRUE(same(after.efficiency, before.efficiency)) << to_string(k);
-    for (int q = 0; q < kProtoCount; ++q) {
+    for (int q = 0; q < nccl::kProtocolCount; ++q) {
       EXPECT_TRUE(same(after.protocols[q].step_us, before.protocols[q].step_us)) << to_string(k);
       EXPECT_TRUE(same(after.protocols[q].chunk_us, before.protocols[q].chunk_us)) << to_string(k);
       EXPECT_TRUE(same(after.protocols[q].channel_GBps, before.protocols[q].channel_GBps))
@@ -261,20 +263,20 @@ TEST(Fit, ReducesTheErrorOnTheRealH100Logs) {
       real("01-h100x8-nvswitch-allreduce-nccl2.29", "dgx-h100", 1),
       real("02-h100x8-nvswitch-allgather-nccl2.29", "dgx-h100", 1),
       real("06-h100-p5-2nodes-efa-allreduce-nccl2.22.3-runA", p5_cluster(), 2)};
-  const FitResult fit = fit_profile(recorded_prior(load_profile("h100-sxm")), inputs);
+  const FitResult fit = fit_profile(recorded_prior(hardware::load_profile("h100-sxm")), inputs);
   expect_fit_improves(fit, inputs);
 }
 
 TEST(Fit, ReducesTheErrorOnTheRealA100Log) {
   const std::vector<FitInput> inputs = {real("12-a100x8-nvswitch-allreduce-1proc", "dgx-a100", 1)};
-  const FitResult fit = fit_profile(recorded_prior(load_profile("a100-sxm")), inputs);
+  const FitResult fit = fit_profile(recorded_prior(hardware::load_profile("a100-sxm")), inputs);
   expect_fit_improves(fit, inputs);
 }
 
 // Fitting the built-in's priors again gives back the built-in: its numbers are reproducible.
 TEST(Fit, BuiltinH100ProfileIsTheFitOfItsRecordedPriors) {
-  const HardwareProfile builtin = load_profile("h100-sxm");
-  const HardwareProfile prior = recorded_prior(builtin);
+  const hardware::HardwareProfile builtin = hardware::load_profile("h100-sxm");
+  const hardware::HardwareProfile prior = recorded_prior(builtin);
   if (prior.collective.nvls_efficiency.value == builtin.collective.nvls_efficiency.value) {
     GTEST_SKIP() << "h100-sxm is not calibrated";
   }
@@ -286,12 +288,12 @@ TEST(Fit, BuiltinH100ProfileIsTheFitOfItsRecordedPriors) {
   EXPECT_NEAR(fit.profile.collective.nvls_efficiency.value,
               builtin.collective.nvls_efficiency.value,
               1e-3 * builtin.collective.nvls_efficiency.value);
-  EXPECT_NEAR(fit.profile.collective.link(LinkKind::kNvlink).efficiency.value,
-              builtin.collective.link(LinkKind::kNvlink).efficiency.value,
-              1e-3 * builtin.collective.link(LinkKind::kNvlink).efficiency.value);
-  EXPECT_NEAR(fit.profile.collective.link(LinkKind::kNetwork).efficiency.value,
-              builtin.collective.link(LinkKind::kNetwork).efficiency.value,
-              1e-3 * builtin.collective.link(LinkKind::kNetwork).efficiency.value);
+  EXPECT_NEAR(fit.profile.collective.link(nccl::LinkClass::kNvlink).efficiency.value,
+              builtin.collective.link(nccl::LinkClass::kNvlink).efficiency.value,
+              1e-3 * builtin.collective.link(nccl::LinkClass::kNvlink).efficiency.value);
+  EXPECT_NEAR(fit.profile.collective.link(nccl::LinkClass::kNetwork).efficiency.value,
+              builtin.collective.link(nccl::LinkClass::kNetwork).efficiency.value,
+              1e-3 * builtin.collective.link(nccl::LinkClass::kNetwork).efficiency.value);
 }
 
 TEST(Fit, RefusesLogsItCannotUse) {
@@ -299,12 +301,12 @@ TEST(Fit, RefusesLogsItCannotUse) {
   NcclTestsLog no_kind = synthetic_log(NcclTestsCollective::kAllReduce, 8);
   no_kind.collective.reset();
   EXPECT_NE(error_of([&] {
-              fit_profile(load_profile("h100-sxm"), {{"x", no_kind, node}});
+              fit_profile(hardware::load_profile("h100-sxm"), {{"x", no_kind, node}});
             }).find("which collective"),
             std::string::npos);
   // 16 ranks on one 8-GPU node: the error says how to fix it.
   const std::string e = error_of([&] {
-    fit_profile(load_profile("h100-sxm"),
+    fit_profile(hardware::load_profile("h100-sxm"),
                 {{"x", synthetic_log(NcclTestsCollective::kAllReduce, 16), node}});
   });
   EXPECT_NE(e.find("--nodes"), std::string::npos) << e;
@@ -313,7 +315,7 @@ TEST(Fit, RefusesLogsItCannotUse) {
     r.out_of_place.reset();
   }
   EXPECT_NE(error_of([&] {
-              fit_profile(load_profile("h100-sxm"), {{"x", empty, node}});
+              fit_profile(hardware::load_profile("h100-sxm"), {{"x", empty, node}});
             }).find("no usable rows"),
             std::string::npos);
 }
@@ -324,8 +326,8 @@ TEST(Fit, RefusesLogsItCannotUse) {
 // plugin-set: NCCL_NET_FORCE_FLUSH=0, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288,
 // NCCL_NVLS_CHUNKSIZE=524288, NCCL_TOPO_FILE=p5.48xl-topo.xml; ...".
 TEST(Fit, ReadsNcclSettingsFromTheLogsEnvLine) {
-  const sim::NcclEnv defaults;
-  const sim::NcclEnv env =
+  const nccl::Env defaults;
+  const nccl::Env env =
       nccl_env_from_log(embedded_nccl_tests_log("06-h100-p5-2nodes-efa-allreduce-nccl2.22.3-runA"));
   EXPECT_EQ(env.buffsize_bytes, 8388608);
   EXPECT_EQ(env.p2p_net_chunk_bytes, 524288);
@@ -338,8 +340,8 @@ TEST(Fit, ReadsNcclSettingsFromTheLogsEnvLine) {
 }
 
 TEST(Fit, EnvLineWithoutSettingsOrWithJunkKeepsNcclDefaults) {
-  const sim::NcclEnv defaults;
-  auto same = [](const sim::NcclEnv& a, const sim::NcclEnv& b) {
+  const nccl::Env defaults;
+  auto same = [](const nccl::Env& a, const nccl::Env& b) {
     return a.nthreads == b.nthreads && a.buffsize_bytes == b.buffsize_bytes &&
            a.nvls_chunk_bytes == b.nvls_chunk_bytes &&
            a.nvlstree_max_chunk_bytes == b.nvlstree_max_chunk_bytes &&
@@ -354,7 +356,7 @@ TEST(Fit, EnvLineWithoutSettingsOrWithJunkKeepsNcclDefaults) {
   log.metadata = {{"env",
                    "NCCL_NTHREADS=256; NCCL_BUFFSIZE=big NCCL_DEBUG=INFO "
                    "(NCCL_NVLS_CHUNKSIZE=65536)"}};
-  const sim::NcclEnv env = nccl_env_from_log(log);
+  const nccl::Env env = nccl_env_from_log(log);
   EXPECT_EQ(env.nthreads, 256);
   EXPECT_EQ(env.buffsize_bytes, defaults.buffsize_bytes) << "not a number: ignored";
   EXPECT_EQ(env.nvls_chunk_bytes, 65536);
@@ -365,14 +367,15 @@ TEST(Fit, EnvLineWithoutSettingsOrWithJunkKeepsNcclDefaults) {
 TEST(Fit, ForcedAlgorithmAndProtocolInTheEnvLineAreWhatRan) {
   NcclTestsLog log = synthetic_log(NcclTestsCollective::kAllReduce, 8);
   log.metadata = {{"env", "NCCL_ALGO=Ring, NCCL_PROTO=Simple (set by job)"}};
-  const sim::NcclEnv env = nccl_env_from_log(log);
+  const nccl::Env env = nccl_env_from_log(log);
   EXPECT_EQ(env.algo, "Ring");
   EXPECT_EQ(env.proto, "Simple");
-  const std::vector<FitRow> rows = evaluate_profile(
-      load_profile("h100-sxm"), {{"forced", log, topologies::load_cluster("dgx-h100", 1)}});
+  const std::vector<FitRow> rows =
+      evaluate_profile(hardware::load_profile("h100-sxm"),
+                       {{"forced", log, topologies::load_cluster("dgx-h100", 1)}});
   for (const FitRow& r : rows) {
-    EXPECT_EQ(r.config.algo, sim::Algorithm::kRing) << r.size_bytes;
-    EXPECT_EQ(r.config.proto, sim::Protocol::kSimple) << r.size_bytes;
+    EXPECT_EQ(r.config.algo, nccl::Algorithm::kRing) << r.size_bytes;
+    EXPECT_EQ(r.config.proto, nccl::Protocol::kSimple) << r.size_bytes;
   }
 }
 
@@ -382,7 +385,7 @@ FitRow row(std::int64_t size, double measured, double predicted) {
   FitRow r;
   r.log = "hand";
   r.size_bytes = size;
-  r.kind = sim::CollKind::kAllReduce;
+  r.kind = nccl::CollKind::kAllReduce;
   r.nranks = 8;
   r.measured_us = measured;
   r.predicted_us = predicted;

@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "cli_runner.hpp"
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -734,12 +734,12 @@ TEST(GeneratorMemory, AModelThatDoesNotFitIsAnErrorNamingTheGigabytes) {
 
 struct Hardware {
   topologies::Cluster cluster;
-  calibrate::HardwareProfile profile;
+  hardware::HardwareProfile profile;
 };
 
 Hardware hardware(const std::string& preset, int nodes) {
   topologies::Cluster c = topologies::load_cluster(preset, nodes);
-  calibrate::HardwareProfile p = calibrate::default_profile_for_gpu(c.spec().gpu_type);
+  hardware::HardwareProfile p = hardware::default_profile_for_gpu(c.spec().gpu_type);
   return Hardware{std::move(c), std::move(p)};
 }
 

@@ -15,25 +15,25 @@
 #include <string>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
-#include "lagom/sim/nccl_topology.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 #include "test_util.hpp"
 
 namespace lagom::test {
 namespace {
 
+using nccl::Algorithm;
+using nccl::CollKind;
+using nccl::CommConfig;
+using nccl::Protocol;
 using search::ConfigPlan;
 using search::PlanRule;
 using search::stock_nccl_fit;
 using search::StockNcclFit;
 using search::write_plan_json;
-using sim::Algorithm;
-using sim::CollKind;
-using sim::CommConfig;
-using sim::Protocol;
 
 bool contains(const std::string& s, std::string_view what) {
   return s.find(what) != std::string::npos;
@@ -99,8 +99,8 @@ ConfigPlan sample_plan() {
   ag.chunk_bytes = 700416;
   ag.calls = 64;
   ag.time_us = 1834.2;
-  ag.nccl = sim::CommConfig{Algorithm::kRing, Protocol::kSimple, sim::Transport::kP2pNvlink, 2, 544,
-                            2097152};
+  ag.nccl = nccl::CommConfig{
+      Algorithm::kRing, Protocol::kSimple, nccl::Transport::kP2pNvlink, 2, 544, 2097152};
   ag.nccl_time_us = 1650.0;
   PlanRule rs;
   rs.coll = CollKind::kReduceScatter;
@@ -389,8 +389,8 @@ TEST(PlanFormat, MissingFileIsAnErrorNamingIt) {
 TEST(PlanExport, ExampleCsvNamesChannelsOnEveryLineAndEndsWithCatchAlls) {
   ConfigPlan p = sample_plan();
   // A reduce-scatter rule that leaves the channels to NCCL takes NCCL's (3) as the search saw it.
-  p.rules[1].nccl = sim::CommConfig{
-      Algorithm::kRing, Protocol::kSimple, sim::Transport::kP2pNvlink, 3, 544, 2097152};
+  p.rules[1].nccl = nccl::CommConfig{
+      Algorithm::kRing, Protocol::kSimple, nccl::Transport::kP2pNvlink, 3, 544, 2097152};
   // An all-reduce rule that says nothing about channels nor NCCL's choice cannot be written
   // without -1 (one CTA in the example plugin): it is left out with a comment.
   PlanRule vague;
@@ -522,14 +522,14 @@ TEST(PlanExport, EnvOfNcclsOwnRingChunksIsNcclsDefaultBuffers) {
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink");
   std::vector<int> ranks(8);
   std::iota(ranks.begin(), ranks.end(), 0);
-  const sim::NcclTables t = sim::nccl_tune_model(
-      sim::nccl_comm_info(cluster, topologies::describe_communicator(cluster, ranks)));
-  const sim::NcclEnv defaults;
+  const nccl::Tables t = nccl::tune_model(
+      topologies::nccl_comm_info(cluster, topologies::describe_communicator(cluster, ranks)));
+  const nccl::Env defaults;
   for (CollKind c : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter}) {
     for (Protocol proto : {Protocol::kSimple, Protocol::kLL, Protocol::kLL128}) {
-      SCOPED_TRACE(fmt::format("{} Ring/{}", sim::to_string(c), sim::to_string(proto)));
-      const sim::CommConfig nccl =
-          sim::nccl_config_for(t, c, Algorithm::kRing, proto, std::int64_t{1} << 30);
+      SCOPED_TRACE(fmt::format("{} Ring/{}", nccl::to_string(c), nccl::to_string(proto)));
+      const nccl::CommConfig nccl =
+          nccl::config_for(t, c, Algorithm::kRing, proto, std::int64_t{1} << 30);
       ConfigPlan p;
       p.rules = {env_rule(c, Algorithm::kRing, proto, nccl.nthreads, nccl.chunk_bytes)};
       const std::string env = env_of(p);
@@ -560,15 +560,15 @@ TEST(PlanExport, EnvOfNcclsOwnTreeAndBroadcastChunksIsNcclsDefaultBuffer) {
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
   std::vector<int> ranks(16);
   std::iota(ranks.begin(), ranks.end(), 0);
-  const sim::NcclTables t = sim::nccl_tune_model(
-      sim::nccl_comm_info(cluster, topologies::describe_communicator(cluster, ranks)));
-  const sim::NcclEnv defaults;
+  const nccl::Tables t = nccl::tune_model(
+      topologies::nccl_comm_info(cluster, topologies::describe_communicator(cluster, ranks)));
+  const nccl::Env defaults;
   for (auto [c, a] : {std::pair{CollKind::kAllReduce, Algorithm::kTree},
                       std::pair{CollKind::kBroadcast, Algorithm::kRing},
                       std::pair{CollKind::kReduce, Algorithm::kRing}}) {
-    SCOPED_TRACE(fmt::format("{} {}/Simple", sim::to_string(c), sim::to_string(a)));
-    const sim::CommConfig nccl =
-        sim::nccl_config_for(t, c, a, Protocol::kSimple, std::int64_t{1} << 30);
+    SCOPED_TRACE(fmt::format("{} {}/Simple", nccl::to_string(c), nccl::to_string(a)));
+    const nccl::CommConfig nccl =
+        nccl::config_for(t, c, a, Protocol::kSimple, std::int64_t{1} << 30);
     EXPECT_EQ(nccl.chunk_bytes, defaults.buffsize_bytes / kSteps);  // one step
     ConfigPlan p;
     p.rules = {env_rule(c, a, Protocol::kSimple, 0, nccl.chunk_bytes)};

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/legality.hpp"
 #include "lagom/search/evaluator.hpp"
 #include "lagom/search/plan.hpp"
 #include "lagom/search/plan_source.hpp"
@@ -37,7 +38,7 @@ using search::SpaceOptions;
 
 struct Hardware {
   topologies::Cluster cluster = topologies::load_cluster("a40-nvlink");
-  calibrate::HardwareProfile profile = calibrate::default_profile_for_gpu(cluster.spec().gpu_type);
+  hardware::HardwareProfile profile = hardware::default_profile_for_gpu(cluster.spec().gpu_type);
 };
 
 const Hardware& a40() {
@@ -139,8 +140,8 @@ sim::SimResult simulate_step(const traces::Workload& w, const search::ConfigPlan
   return engine.run();
 }
 
-std::vector<std::optional<sim::CommConfig>> nccl_configs(const Evaluator& e) {
-  return std::vector<std::optional<sim::CommConfig>>(e.classes().size());
+std::vector<std::optional<nccl::CommConfig>> nccl_configs(const Evaluator& e) {
+  return std::vector<std::optional<nccl::CommConfig>>(e.classes().size());
 }
 
 // --- Evaluator -------------------------------------------------------------------------------
@@ -161,14 +162,14 @@ TEST(SearchEvaluator, ClassesGroupCallsOfOneCollectiveSizeAndCommunicator) {
   sim::ModelCost cost(a40().cluster, a40().profile, w);
   std::multiset<std::pair<std::string, std::int64_t>> seen;
   for (const search::CollClass& c : classes) {
-    seen.emplace(std::string(sim::to_string(c.coll)), c.bytes);
+    seen.emplace(std::string(nccl::to_string(c.coll)), c.bytes);
     EXPECT_EQ(c.nranks, kRanks);
     EXPECT_EQ(c.nnodes, 1);
     EXPECT_EQ(c.calls, static_cast<int>(c.examples.size()));
-    EXPECT_EQ(c.calls, c.coll == sim::CollKind::kAllGather && c.bytes == 16 * kMiB ? 2 : 1);
+    EXPECT_EQ(c.calls, c.coll == nccl::CollKind::kAllGather && c.bytes == 16 * kMiB ? 2 : 1);
     EXPECT_FALSE(c.subspaces.empty());
     // NCCL's own choice, as the simulator makes it without a plan.
-    const sim::CommConfig n = cost.config_for(w, c.examples.front());
+    const nccl::CommConfig n = cost.config_for(w, c.examples.front());
     EXPECT_EQ(c.nccl.algo, n.algo);
     EXPECT_EQ(c.nccl.proto, n.proto);
     EXPECT_EQ(c.nccl.nchannels, n.nchannels);
@@ -212,12 +213,12 @@ TEST(SearchEvaluator, AConfigIsAppliedToEveryCallOfItsClass) {
   // that config pinned on its ops.
   const traces::Workload w = chain(1);
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kCoarse, Resources::kFull});
-  sim::CommConfig c = eval.classes()[0].nccl;
-  c.algo = sim::Algorithm::kRing;
-  c.proto = sim::Protocol::kSimple;
+  nccl::CommConfig c = eval.classes()[0].nccl;
+  c.algo = nccl::Algorithm::kRing;
+  c.proto = nccl::Protocol::kSimple;
   c.nchannels = 1;
   c.chunk_bytes = 256 * 1024;
-  const std::vector<std::optional<sim::CommConfig>> configs{c};
+  const std::vector<std::optional<nccl::CommConfig>> configs{c};
   const search::Evaluation e = eval.evaluate(configs);
   const search::Evaluation nccl = eval.evaluate(nccl_configs(eval));
   EXPECT_NE(e.step_time, nccl.step_time);
@@ -246,7 +247,7 @@ TEST(SearchEvaluator, AConfigIsAppliedToEveryCallOfItsClass) {
 TEST(SearchEvaluator, WrongNumberOfConfigsIsAnError) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
-  const std::vector<std::optional<sim::CommConfig>> one(1);
+  const std::vector<std::optional<nccl::CommConfig>> one(1);
   EXPECT_NE(error_of([&] { eval.evaluate(one); }).find("2 collective classes"), std::string::npos);
 }
 
@@ -342,8 +343,8 @@ TEST(SearchMethods, ChannelsOnlyPlansReplayExactlyOnNvswitch) {
     const sim::ModelCost cost(h100().cluster, h100().profile, w);
     for (std::size_t j = 0; j < r.choices.size(); ++j) {
       const search::CollClass& c = eval.classes()[j];
-      const sim::NcclTables& t = cost.nccl_tables(w, c.examples.front());
-      EXPECT_FALSE(sim::why_illegal(t.comm, c.coll, r.choices[j].config).has_value());
+      const nccl::Tables& t = cost.nccl_tables(w, c.examples.front());
+      EXPECT_FALSE(nccl::why_illegal(t.comm, c.coll, r.choices[j].config).has_value());
     }
   }
 }

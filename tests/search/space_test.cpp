@@ -12,29 +12,30 @@
 #include <string>
 #include <vector>
 
-#include "lagom/sim/nccl_topology.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/nccl/legality.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 
 namespace lagom::test {
 namespace {
 
+using nccl::Algorithm;
+using nccl::CollKind;
+using nccl::Protocol;
 using search::Grid;
 using search::Resources;
 using search::SpaceOptions;
 using search::Subspace;
-using sim::Algorithm;
-using sim::CollKind;
-using sim::Protocol;
 
 // NCCL's view of the communicator of every GPU of `nodes` nodes of `preset`.
-sim::NcclTables tables_of(const char* preset, int nodes) {
+nccl::Tables tables_of(const char* preset, int nodes) {
   const topologies::Cluster cluster = topologies::load_cluster(preset, nodes);
   std::vector<int> ranks(static_cast<std::size_t>(cluster.gpu_count()));
   std::iota(ranks.begin(), ranks.end(), 0);
-  return sim::nccl_tune_model(
-      sim::nccl_comm_info(cluster, topologies::describe_communicator(cluster, ranks)));
+  return nccl::tune_model(
+      topologies::nccl_comm_info(cluster, topologies::describe_communicator(cluster, ranks)));
 }
 
 struct Comm {
@@ -65,12 +66,12 @@ bool strictly_increasing(const std::vector<T>& v) {
 template <typename F>
 void for_every_space(F&& check) {
   for (const Comm& comm : kComms) {
-    const sim::NcclTables t = tables_of(comm.preset, comm.nodes);
+    const nccl::Tables t = tables_of(comm.preset, comm.nodes);
     for (CollKind coll : kColls) {
       for (std::int64_t bytes : kSizes) {
         for (const SpaceOptions& o : kOptions) {
           SCOPED_TRACE(fmt::format("{} x{}, {} of {} B, {} grid, {} space", comm.preset, comm.nodes,
-                                   sim::to_string(coll), bytes, search::to_string(o.grid),
+                                   nccl::to_string(coll), bytes, search::to_string(o.grid),
                                    search::to_string(o.resources)));
           check(t, coll, bytes, o, search::subspaces(t, coll, bytes, o));
         }
@@ -80,7 +81,7 @@ void for_every_space(F&& check) {
 }
 
 // Checks every grid point of `subs` with why_illegal; returns how many.
-long check_every_point(const sim::NcclTables& t, CollKind coll, const std::vector<Subspace>& subs) {
+long check_every_point(const nccl::Tables& t, CollKind coll, const std::vector<Subspace>& subs) {
   long points = 0;
   EXPECT_FALSE(subs.empty());
   for (const Subspace& s : subs) {
@@ -89,13 +90,13 @@ long check_every_point(const sim::NcclTables& t, CollKind coll, const std::vecto
     for (std::size_t c = 0; c < s.channels.size(); ++c) {
       for (std::size_t th = 0; th < s.threads.size(); ++th) {
         for (std::size_t k = 0; k < s.chunks.size(); ++k) {
-          const sim::CommConfig cfg = s.at(c, th, k);
+          const nccl::CommConfig cfg = s.at(c, th, k);
           EXPECT_EQ(cfg.algo, s.algo);
           EXPECT_EQ(cfg.proto, s.proto);
           EXPECT_EQ(cfg.nchannels, s.channels[c]);
           EXPECT_EQ(cfg.nthreads, s.threads[th]);
           EXPECT_EQ(cfg.chunk_bytes, s.chunks[k]);
-          const auto why = sim::why_illegal(t.comm, coll, cfg);
+          const auto why = nccl::why_illegal(t.comm, coll, cfg);
           EXPECT_FALSE(why.has_value()) << *why;
           ++points;
         }
@@ -108,7 +109,7 @@ long check_every_point(const sim::NcclTables& t, CollKind coll, const std::vecto
 TEST(SearchSpace, EveryPointOfEveryGridIsLegal) {
   // Every grid but the fine full one (64 x 20 x 32 points a subspace), which follows.
   long points = 0;
-  for_every_space([&](const sim::NcclTables& t, CollKind coll, std::int64_t, const SpaceOptions& o,
+  for_every_space([&](const nccl::Tables& t, CollKind coll, std::int64_t, const SpaceOptions& o,
                       const std::vector<Subspace>& subs) {
     if (o.grid == Grid::kCoarse || o.resources == Resources::kNccl) {
       points += check_every_point(t, coll, subs);
@@ -121,7 +122,7 @@ TEST(SearchSpace, EveryPointOfTheFineFullGridIsLegal) {
   long points = 0;
   // An all-reduce on one node of cluster A (Ring and Tree, LL and Simple); the coarse and
   // --space nccl grids of every communicator and collective are checked above.
-  const sim::NcclTables t = tables_of("a40-nvlink", 1);
+  const nccl::Tables t = tables_of("a40-nvlink", 1);
   points += check_every_point(t, CollKind::kAllReduce,
                               search::subspaces(t, CollKind::kAllReduce, std::int64_t{1} << 20,
                                                 {search::Grid::kFine, search::Resources::kFull}));
@@ -129,17 +130,17 @@ TEST(SearchSpace, EveryPointOfTheFineFullGridIsLegal) {
 }
 
 TEST(SearchSpace, SubspacesAreWhatNcclEnables) {
-  for_every_space([](const sim::NcclTables& t, CollKind coll, std::int64_t bytes,
-                     const SpaceOptions&, const std::vector<Subspace>& subs) {
+  for_every_space([](const nccl::Tables& t, CollKind coll, std::int64_t bytes, const SpaceOptions&,
+                     const std::vector<Subspace>& subs) {
     std::set<std::pair<Algorithm, Protocol>> seen;
     for (const Subspace& s : subs) {
       EXPECT_TRUE(seen.emplace(s.algo, s.proto).second) << "duplicate subspace";
-      if (sim::is_tuned(coll)) {
+      if (nccl::is_tuned(coll)) {
         // Enabled in NCCL's cost table, and its `nccl` is what NCCL runs once (algo, proto) are
         // fixed.
-        EXPECT_GE(sim::nccl_algo_time_us(t, coll, s.algo, s.proto, bytes), 0)
-            << sim::to_string(s.algo) << "/" << sim::to_string(s.proto);
-        const sim::CommConfig n = sim::nccl_config_for(t, coll, s.algo, s.proto, bytes);
+        EXPECT_GE(nccl::algo_time_us(t, coll, s.algo, s.proto, bytes), 0)
+            << nccl::to_string(s.algo) << "/" << nccl::to_string(s.proto);
+        const nccl::CommConfig n = nccl::config_for(t, coll, s.algo, s.proto, bytes);
         EXPECT_EQ(s.nccl.nchannels, n.nchannels);
         EXPECT_EQ(s.nccl.nthreads, n.nthreads);
         EXPECT_EQ(s.nccl.chunk_bytes, n.chunk_bytes);
@@ -150,14 +151,14 @@ TEST(SearchSpace, SubspacesAreWhatNcclEnables) {
       }
     }
     // NCCL's own choice is one of them.
-    const sim::CommConfig choice = sim::nccl_choose(t, coll, bytes).config;
+    const nccl::CommConfig choice = nccl::choose(t, coll, bytes).config;
     EXPECT_TRUE(seen.count({choice.algo, choice.proto}))
-        << "NCCL picks " << sim::to_string(choice.algo) << "/" << sim::to_string(choice.proto);
+        << "NCCL picks " << nccl::to_string(choice.algo) << "/" << nccl::to_string(choice.proto);
   });
 }
 
 TEST(SearchSpace, NcclResourcesKeepNcclsThreadsAndChunk) {
-  for_every_space([](const sim::NcclTables&, CollKind, std::int64_t, const SpaceOptions& o,
+  for_every_space([](const nccl::Tables&, CollKind, std::int64_t, const SpaceOptions& o,
                      const std::vector<Subspace>& subs) {
     if (o.resources != Resources::kNccl) {
       return;
@@ -171,7 +172,7 @@ TEST(SearchSpace, NcclResourcesKeepNcclsThreadsAndChunk) {
 }
 
 TEST(SearchSpace, GridShapes) {
-  for_every_space([](const sim::NcclTables&, CollKind, std::int64_t, const SpaceOptions& o,
+  for_every_space([](const nccl::Tables&, CollKind, std::int64_t, const SpaceOptions& o,
                      const std::vector<Subspace>& subs) {
     for (const Subspace& s : subs) {
       EXPECT_TRUE(strictly_increasing(s.channels));
@@ -199,7 +200,7 @@ TEST(SearchSpace, GridShapes) {
 }
 
 TEST(SearchSpace, CoarseGridIsInsideTheFineGrid) {
-  const sim::NcclTables t = tables_of("a40-nvlink", 2);
+  const nccl::Tables t = tables_of("a40-nvlink", 2);
   for (CollKind coll : kColls) {
     for (std::int64_t bytes : kSizes) {
       const auto fine = search::subspaces(t, coll, bytes, {Grid::kFine, Resources::kFull});
@@ -219,7 +220,7 @@ TEST(SearchSpace, LargeRingChunksAreFractionsOfNcclsMaximum) {
   // with max the chunk NCCL uses for large messages: Ring/Simple 2 MiB (BUFFSIZE 4 MiB over 8
   // steps, 4 steps a chunk), LL 32 KiB (LL_BUFFSIZE 512 KiB / 8 steps, half of it data), LL128
   // 576,000 B (LL128_BUFFSIZE 4,915,200 / 8 steps x 15/16). Grains: Simple 512, LL 16, LL128 3840.
-  const sim::NcclTables t = tables_of("dgx-h100", 1);
+  const nccl::Tables t = tables_of("dgx-h100", 1);
   const auto subs = search::subspaces(t, CollKind::kAllReduce, std::int64_t{256} << 20,
                                       {Grid::kCoarse, Resources::kFull});
   auto expected = [](std::int64_t max, std::int64_t grain) {
@@ -234,7 +235,7 @@ TEST(SearchSpace, LargeRingChunksAreFractionsOfNcclsMaximum) {
     if (s.algo != Algorithm::kRing) {
       continue;
     }
-    SCOPED_TRACE(sim::to_string(s.proto));
+    SCOPED_TRACE(nccl::to_string(s.proto));
     switch (s.proto) {
       case Protocol::kSimple:
         EXPECT_EQ(s.chunks, expected(2 << 20, 512));

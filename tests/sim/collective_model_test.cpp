@@ -13,20 +13,28 @@
 #include <string>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
 #include "lagom/common/error.hpp"
-#include "lagom/sim/comm_config.hpp"
-#include "lagom/sim/nccl_topology.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/comm_config.hpp"
+#include "lagom/nccl/legality.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 #include "test_util.hpp"
 
 namespace lagom::sim {
 namespace {
 
-using calibrate::LinkKind;
-using calibrate::Proto;
+using nccl::Algorithm;
+using nccl::CollKind;
+using nccl::CommConfig;
+using nccl::kAlgorithmCount;
+using nccl::kProtocolCount;
+using nccl::Protocol;
+
+using nccl::LinkClass;
+using nccl::Protocol;
 using test::error_of;
 
 constexpr std::int64_t kKiB = 1024;
@@ -52,9 +60,9 @@ struct Machine {
   std::string name;
   topologies::Cluster cluster;
   topologies::CommunicatorInfo comm;
-  calibrate::HardwareProfile profile;
-  NcclCommInfo info;
-  NcclTables tables;
+  hardware::HardwareProfile profile;
+  nccl::CommInfo info;
+  nccl::Tables tables;
 
   Machine(const char* preset, int nodes)
       : name(std::string(preset) + " x" + std::to_string(nodes)),
@@ -62,9 +70,9 @@ struct Machine {
     std::vector<int> ranks(static_cast<std::size_t>(cluster.gpu_count()));
     std::iota(ranks.begin(), ranks.end(), 0);
     comm = topologies::describe_communicator(cluster, ranks);
-    profile = calibrate::default_profile_for_gpu(cluster.spec().gpu_type);
+    profile = hardware::default_profile_for_gpu(cluster.spec().gpu_type);
     info = nccl_comm_info(cluster, comm);
-    tables = nccl_tune_model(info);
+    tables = nccl::tune_model(info);
   }
   // The model refers to `profile`: build it where the Machine lives.
   CollectiveModel model() const { return CollectiveModel(profile, comm); }
@@ -121,11 +129,11 @@ std::vector<CommConfig> fixed_configs(const Machine& s, CollKind kind) {
   std::vector<CommConfig> out;
   for (std::int64_t anchor : {std::int64_t{8}, kMiB, kGiB}) {
     if (!is_tuned(kind)) {
-      out.push_back(nccl_default_config(s.info, kind, anchor));
+      out.push_back(nccl::default_config(s.info, kind, anchor));
       continue;
     }
     for (const auto& [algo, proto] : legal_pairs(s, kind)) {
-      out.push_back(nccl_config_for(s.tables, kind, algo, proto, anchor));
+      out.push_back(nccl::config_for(s.tables, kind, algo, proto, anchor));
     }
   }
   return out;
@@ -147,7 +155,7 @@ TEST(CollectiveModel, TimeNeverDecreasesWithSizeForAFixedConfig) {
     const CollectiveModel m = s.model();
     for (CollKind kind : kAllKinds) {
       for (const CommConfig& c : fixed_configs(s, kind)) {
-        ASSERT_EQ(why_illegal(s.info, kind, c), std::nullopt) << describe(s, kind, 0, c);
+        ASSERT_EQ(nccl::why_illegal(s.info, kind, c), std::nullopt) << describe(s, kind, 0, c);
         double prev = 0;
         for (std::int64_t bytes : sizes()) {
           const double t = m.estimate(kind, bytes, c).time_us;
@@ -170,8 +178,8 @@ TEST(CollectiveModel, NcclDefaultsGetFasterOnlyWhereNcclSwitchesConfig) {
       CommConfig prev_config;
       double prev = 0;
       for (std::int64_t bytes : sizes()) {
-        const CommConfig c = nccl_default_config(s.info, kind, bytes);
-        ASSERT_EQ(why_illegal(s.info, kind, c), std::nullopt) << describe(s, kind, bytes, c);
+        const CommConfig c = nccl::default_config(s.info, kind, bytes);
+        ASSERT_EQ(nccl::why_illegal(s.info, kind, c), std::nullopt) << describe(s, kind, bytes, c);
         const double t = m.estimate(kind, bytes, c).time_us;
         EXPECT_LE(m.estimate(kind, bytes / 2, c).time_us, t) << describe(s, kind, bytes, c);
         if (t < prev) {
@@ -205,7 +213,7 @@ TEST(CollectiveModel, DISABLED_NcclDefaultTimeNeverDecreasesWithSize) {
     for (CollKind kind : kAllKinds) {
       double prev = 0;
       for (std::int64_t bytes : sizes()) {
-        const CommConfig c = nccl_default_config(s.info, kind, bytes);
+        const CommConfig c = nccl::default_config(s.info, kind, bytes);
         const double t = m.estimate(kind, bytes, c).time_us;
         EXPECT_GE(t, prev) << describe(s, kind, bytes, c);
         prev = t;
@@ -296,10 +304,10 @@ TEST(CollectiveModel, NeverMovesBytesFasterThanTheBottleneckLink) {
     const double node_nics_GBps = s.comm.inter_bw_GBps * s.comm.ranks_per_node_max;
     for (CollKind kind : kAllKinds) {
       for (std::int64_t bytes : sizes()) {
-        std::vector<CommConfig> configs = {nccl_default_config(s.info, kind, bytes)};
+        std::vector<CommConfig> configs = {nccl::default_config(s.info, kind, bytes)};
         if (is_tuned(kind)) {
           for (const auto& [algo, proto] : legal_pairs(s, kind)) {
-            configs.push_back(nccl_config_for(s.tables, kind, algo, proto, bytes));
+            configs.push_back(nccl::config_for(s.tables, kind, algo, proto, bytes));
           }
         }
         for (const CommConfig& c : configs) {
@@ -329,16 +337,16 @@ TEST(CollectiveModel, ChannelsSpeedUpUntilTheLinkSaturates) {
   const Machine& s = h100_node();
   const CollectiveModel m = s.model();
   const auto& cp = s.profile.collective;
-  const auto& nvlink = cp.link(LinkKind::kNvlink);
-  const double channel_GBps = nvlink.proto(Proto::kSimple).channel_GBps.value;
+  const auto& nvlink = cp.link(nccl::LinkClass::kNvlink);
+  const double channel_GBps = nvlink.proto(nccl::Protocol::kSimple).channel_GBps.value;
   const double link_GBps = s.comm.intra_bw_GBps * nvlink.efficiency.value;
   const int n = s.comm.nranks;
   const std::int64_t S = kGiB;
   const double V = 2.0 * (n - 1) / n * static_cast<double>(S);
 
   CommConfig c =
-      nccl_config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, S);
-  ASSERT_GE(c.nthreads, nvlink.proto(Proto::kSimple).saturation_threads.value);
+      nccl::config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, S);
+  ASSERT_GE(c.nthreads, nvlink.proto(nccl::Protocol::kSimple).saturation_threads.value);
   c.nchannels = 1;
   const CollectiveEstimate one = m.estimate(CollKind::kAllReduce, S, c);
   c.nchannels = 16;
@@ -358,8 +366,8 @@ TEST(CollectiveModel, ChannelsBeyondSaturationOnlyTradeLaunchCostForChunkSteps) 
   const Machine& s = h100_node();
   const CollectiveModel m = s.model();
   const auto& cp = s.profile.collective;
-  const auto& nvlink = cp.link(LinkKind::kNvlink);
-  const auto& simple = nvlink.proto(Proto::kSimple);
+  const auto& nvlink = cp.link(nccl::LinkClass::kNvlink);
+  const auto& simple = nvlink.proto(nccl::Protocol::kSimple);
   const double link_GBps = s.comm.intra_bw_GBps * nvlink.efficiency.value;
   const int nc_sat = static_cast<int>(std::ceil(link_GBps / simple.channel_GBps.value));
   const int n = s.comm.nranks;
@@ -367,7 +375,7 @@ TEST(CollectiveModel, ChannelsBeyondSaturationOnlyTradeLaunchCostForChunkSteps) 
   const double V = 2.0 * (n - 1) / n * static_cast<double>(S);
 
   CommConfig c =
-      nccl_config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, S);
+      nccl::config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, S);
   const double C = static_cast<double>(c.chunk_bytes);
   auto loops = [&](int nc) { return std::ceil(static_cast<double>(S) / (nc * n * C)); };
   c.nchannels = nc_sat;
@@ -403,7 +411,7 @@ TEST(CollectiveModel, LlBeatsSimpleAtEightBytesAndLosesAtOneGiB) {
           continue;
         }
         auto time = [&](Protocol p, std::int64_t bytes) {
-          return m.estimate(kind, bytes, nccl_config_for(s.tables, kind, algo, p, bytes)).time_us;
+          return m.estimate(kind, bytes, nccl::config_for(s.tables, kind, algo, p, bytes)).time_us;
         };
         const std::string what =
             s.name + " " + std::string(to_string(kind)) + " " + std::string(to_string(algo));
@@ -417,7 +425,7 @@ TEST(CollectiveModel, LlBeatsSimpleAtEightBytesAndLosesAtOneGiB) {
 // NCCL 2.28 on one 8-GPU H100 node picks NVLS for a 1 GiB AllReduce (NVLS busbw ~480 GB/s vs
 // ~370 for Ring, reference/nccl.md §2.6).
 TEST(CollectiveModel, NcclDefaultForOneGiBAllReduceOnAnH100NodeIsNvls) {
-  const CommConfig c = nccl_default_config(h100_node().info, CollKind::kAllReduce, kGiB);
+  const CommConfig c = nccl::default_config(h100_node().info, CollKind::kAllReduce, kGiB);
   EXPECT_EQ(c.algo, Algorithm::kNvls);
   EXPECT_EQ(c.proto, Protocol::kSimple);
 }
@@ -448,7 +456,7 @@ struct PipelineCase {
 void check_pipeline(const PipelineCase& pc, std::int64_t S) {
   const Machine& s = *pc.setup;
   const CollectiveModel m = s.model();
-  CommConfig c = nccl_config_for(s.tables, pc.kind, pc.algo, Protocol::kSimple, S);
+  CommConfig c = nccl::config_for(s.tables, pc.kind, pc.algo, Protocol::kSimple, S);
   const std::string what = s.name + " " + std::string(to_string(pc.kind)) + " " + to_string(c);
   ASSERT_GT(pc.step_u, 0) << what << ": without a chunk-step overhead small chunks are free";
   // The bottleneck: the largest bytes / capacity; one channel's rate is its capacity / nc.
@@ -493,7 +501,7 @@ void check_pipeline(const PipelineCase& pc, std::int64_t S) {
 
 TEST(CollectiveModel, ChunkSizeHasAnOptimumForPipelinedAlgorithms) {
   const std::int64_t S = kGiB;
-  auto threads_share = [](const CommConfig& c, const calibrate::ProtocolParams& p) {
+  auto threads_share = [](const CommConfig& c, const hardware::ProtocolParams& p) {
     return std::min(1.0, c.nthreads / p.saturation_threads.value);
   };
 
@@ -503,9 +511,9 @@ TEST(CollectiveModel, ChunkSizeHasAnOptimumForPipelinedAlgorithms) {
   {
     const Machine& s = h100_node();
     const auto& cp = s.profile.collective;
-    const auto& simple = cp.link(LinkKind::kNvlink).proto(Proto::kSimple);
+    const auto& simple = cp.link(nccl::LinkClass::kNvlink).proto(nccl::Protocol::kSimple);
     const CommConfig c =
-        nccl_config_for(s.tables, CollKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple, S);
+        nccl::config_for(s.tables, CollKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple, S);
     check_pipeline({&s,
                     CollKind::kAllReduce,
                     Algorithm::kNvls,
@@ -520,10 +528,10 @@ TEST(CollectiveModel, ChunkSizeHasAnOptimumForPipelinedAlgorithms) {
   {
     const Machine& s = h100_node();
     const auto& cp = s.profile.collective;
-    const auto& nvlink = cp.link(LinkKind::kNvlink);
-    const auto& simple = nvlink.proto(Proto::kSimple);
+    const auto& nvlink = cp.link(nccl::LinkClass::kNvlink);
+    const auto& simple = nvlink.proto(nccl::Protocol::kSimple);
     const CommConfig c =
-        nccl_config_for(s.tables, CollKind::kBroadcast, Algorithm::kRing, Protocol::kSimple, S);
+        nccl::config_for(s.tables, CollKind::kBroadcast, Algorithm::kRing, Protocol::kSimple, S);
     check_pipeline({&s,
                     CollKind::kBroadcast,
                     Algorithm::kRing,
@@ -539,13 +547,13 @@ TEST(CollectiveModel, ChunkSizeHasAnOptimumForPipelinedAlgorithms) {
   {
     const Machine& s = h100_two_nodes();
     const auto& cp = s.profile.collective;
-    const auto& nvlink = cp.link(LinkKind::kNvlink);
-    const auto& net = cp.link(LinkKind::kNetwork);
-    const auto& nvl_simple = nvlink.proto(Proto::kSimple);
-    const auto& net_simple = net.proto(Proto::kSimple);
+    const auto& nvlink = cp.link(nccl::LinkClass::kNvlink);
+    const auto& net = cp.link(nccl::LinkClass::kNetwork);
+    const auto& nvl_simple = nvlink.proto(nccl::Protocol::kSimple);
+    const auto& net_simple = net.proto(nccl::Protocol::kSimple);
     const int ppn = s.comm.ranks_per_node_max;
     const CommConfig c =
-        nccl_config_for(s.tables, CollKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, S);
+        nccl::config_for(s.tables, CollKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, S);
     const int depth = 2 * (ppn - 1) + 2;
     const double u =
         (2 * (ppn - 1) * nvl_simple.chunk_us.value + 2 * net_simple.chunk_us.value) / depth;
@@ -569,7 +577,7 @@ TEST(CollectiveModel, LargerChunksNeverSlowARing) {
   for (const Machine& s : machines()) {
     const CollectiveModel m = s.model();
     CommConfig c =
-        nccl_config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, kGiB);
+        nccl::config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, kGiB);
     double prev = 0;
     for (std::int64_t C = 512; C <= 4 * kMiB; C *= 2) {
       c.chunk_bytes = C;
@@ -591,13 +599,14 @@ TEST(CollectiveModel, LargerChunksNeverSlowARing) {
 TEST(CollectiveModel, ThreadsBelowSaturationSlowAChannelBoundTransferProportionally) {
   const Machine& s = h100_node();
   const CollectiveModel m = s.model();
-  const auto& simple = s.profile.collective.link(LinkKind::kNvlink).proto(Proto::kSimple);
+  const auto& simple =
+      s.profile.collective.link(nccl::LinkClass::kNvlink).proto(nccl::Protocol::kSimple);
   const double sat = simple.saturation_threads.value;
   const int n = s.comm.nranks;
   const std::int64_t S = kGiB;
   const double V = 2.0 * (n - 1) / n * static_cast<double>(S);
   CommConfig c =
-      nccl_config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, S);
+      nccl::config_for(s.tables, CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, S);
   c.nchannels = 1;
   c.nthreads = static_cast<int>(sat);
   const CollectiveEstimate full = m.estimate(CollKind::kAllReduce, S, c);
@@ -626,7 +635,7 @@ TEST(CollectiveModel, OneRankOrZeroBytesCostsTheLaunch) {
   const CollectiveModel m_solo(s.profile, solo);
   const CollectiveModel m = s.model();
   for (CollKind kind : kAllKinds) {
-    CommConfig c = nccl_default_config(s.info, kind, kMiB);
+    CommConfig c = nccl::default_config(s.info, kind, kMiB);
     c.nchannels = 4;
     const double launch = cp.launch_us.value + 4 * cp.per_channel_us.value;
     EXPECT_DOUBLE_EQ(m_solo.estimate(kind, kGiB, c).time_us, launch) << to_string(kind);
@@ -658,12 +667,12 @@ TEST(CollectiveModel, NvlsWithoutNvlinkSharpIsAnError) {
   c.nchannels = 16;
   c.nthreads = 640;
   c.chunk_bytes = 128 * kKiB;
-  EXPECT_TRUE(why_illegal(pcie.info, CollKind::kAllReduce, c).has_value());
+  EXPECT_TRUE(nccl::why_illegal(pcie.info, CollKind::kAllReduce, c).has_value());
   EXPECT_NE(error_of([&] { pcie.model().estimate(CollKind::kAllReduce, kMiB, c); }).find("NVLS"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              nccl_config_for(pcie.tables, CollKind::kAllReduce, Algorithm::kNvls,
-                              Protocol::kSimple, kMiB);
+              nccl::config_for(pcie.tables, CollKind::kAllReduce, Algorithm::kNvls,
+                               Protocol::kSimple, kMiB);
             }).find("NVLS"),
             std::string::npos);
 }

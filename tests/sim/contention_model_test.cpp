@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/sim/compute_model.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
@@ -15,13 +15,13 @@
 namespace lagom::sim {
 namespace {
 
-const calibrate::HardwareProfile& h100() {
-  static const calibrate::HardwareProfile p = calibrate::load_profile("h100-sxm");
+const hardware::HardwareProfile& h100() {
+  static const hardware::HardwareProfile p = hardware::load_profile("h100-sxm");
   return p;
 }
 
 // Per-SM arithmetic rate the model uses for a GEMM: peak / SMs * efficiency (FLOP/us).
-double gemm_flops_per_sm_us(const calibrate::HardwareProfile& p) {
+double gemm_flops_per_sm_us(const hardware::HardwareProfile& p) {
   return p.gpu.bf16_TFLOPS.value * 1e6 / p.gpu.sms.value *
          p.compute.classes[static_cast<int>(traces::ComputeClass::kGemm)].flops_efficiency.value;
 }
@@ -50,7 +50,7 @@ TEST(ComputeModel, WavesFollowBlocksOverSmsTimesOccupancy) {
 TEST(ComputeModel, MemoryBoundKernelsFollowBandwidth) {
   // An elementwise kernel moving 1 GB with few FLOPs: memory time = bytes / (B * eff), compute
   // tiny; f = max + overlap_loss * min, one wave (no block count).
-  const calibrate::HardwareProfile& p = h100();
+  const hardware::HardwareProfile& p = h100();
   const ComputeModel m(p);
   const auto cls = traces::ComputeClass::kElementwise;
   traces::ComputeShape s{1e6, 0, 0, cls};
@@ -73,7 +73,7 @@ TEST(ComputeModel, OccupancyBesideAnNcclCtaFollowsEachLimit) {
   //    holds no 200 KiB tile -> 0; with 100 KiB tiles one fits;
   //  * other, TB 2, 16 KiB: 1024-thread blocks, 1504 / 1024 -> 1 (threads bind).
   // Each limit moves with its own parameter.
-  calibrate::HardwareProfile p = h100();
+  hardware::HardwareProfile p = h100();
   const auto shape = [](traces::ComputeClass c) { return traces::ComputeShape{1e9, 1000, 0, c}; };
   using C = traces::ComputeClass;
   {
@@ -100,7 +100,7 @@ TEST(ComputeModel, OccupancyBesideAnNcclCtaFollowsEachLimit) {
 
 TEST(ComputeModel, BlocksPerSmIsCappedByTheGpu) {
   // An op may ask for more resident blocks than the SM holds; the GPU's max_blocks_per_sm wins.
-  calibrate::HardwareProfile p = h100();
+  hardware::HardwareProfile p = h100();
   traces::ComputeShape s{1e9, 1000, 24, traces::ComputeClass::kElementwise};
   EXPECT_EQ(ComputeModel(p).blocks_per_sm(s), 24);  // H100 holds 32
   p.gpu.max_blocks_per_sm.value = 16;

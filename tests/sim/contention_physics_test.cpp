@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -16,6 +16,9 @@
 
 namespace lagom::sim {
 namespace {
+
+using nccl::CollKind;
+using nccl::CommConfig;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 
@@ -65,7 +68,7 @@ struct Ran {
   int saturated = 0;
 };
 
-Ran run(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
+Ran run(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
         traces::Workload w) {
   const ModelCost cost(cluster, profile, w);
   ResourceContention model(cost);
@@ -175,22 +178,22 @@ TEST(ContentionPhysics, RandomWorkloadsConserveEveryResource) {
     const char* preset;
     int nodes;
   };
-  const Setup setups[] = {{"a40-nvlink", 1}, {"a40-pcie", 2}, {"dgx-h100", 1}, {"dgx-h100", 2},
-                          {"aws-p5", 2},     {"a40-nvlink", 2}};
+  const Setup setups[] = {{"a40-nvlink", 1}, {"a40-pcie", 2}, {"dgx-h100", 1},
+                          {"dgx-h100", 2},   {"aws-p5", 2},   {"a40-nvlink", 2}};
   std::mt19937 rng(42);
   int trial = 0;
   int saturated = 0;
   int solves = 0;
   for (const Setup& setup : setups) {
     const topologies::Cluster cluster = topologies::load_cluster(setup.preset, setup.nodes);
-    const calibrate::HardwareProfile profile =
-        calibrate::default_profile_for_gpu(cluster.spec().gpu_type);
+    const hardware::HardwareProfile profile =
+        hardware::default_profile_for_gpu(cluster.spec().gpu_type);
     for (int k = 0; k < 6; ++k, ++trial) {
       const int nranks = std::uniform_int_distribution<int>(2, cluster.gpu_count())(rng);
       std::string groups;
       const std::string ranks = random_ranks(rng, nranks, groups);
-      const std::string what = fmt::format("{} x{} trial {} ({} ranks)", setup.preset,
-                                           setup.nodes, trial, nranks);
+      const std::string what =
+          fmt::format("{} x{} trial {} ({} ranks)", setup.preset, setup.nodes, trial, nranks);
       Ran a = run(cluster, profile, test::workload(ranks, groups));
       EXPECT_GT(a.solves, 0) << what;
       solves += a.solves;
@@ -250,9 +253,9 @@ TEST(ContentionPhysics, TwoRingsOnOneSocketLinkShareIt) {
   // together takes 2 * 12 / 12.8 = 1.875x alone, not 2x; with two channels the link binds alone
   // too and together takes ~2x.
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 1);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("a40");
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
   const double V = 7.0 / 8.0 * 150.0 * kMiB;
-  const double link = 16.0 * profile.collective.link(calibrate::LinkKind::kPcie).efficiency.value;
+  const double link = 16.0 * profile.collective.link(nccl::LinkClass::kPcie).efficiency.value;
   for (int nc : {1, 2}) {
     const Ran alone = run(cluster, profile, ring_pair(8, 150 * kMiB, nc, false));
     const Ran both = run(cluster, profile, ring_pair(8, 150 * kMiB, nc, true));
@@ -272,7 +275,7 @@ TEST(ContentionPhysics, TwoRingsThroughOnePcieSwitchSplitItsUplink) {
   // channel-bound, so alone each runs at the link's 25.6 GB/s and together at 12.8: twice as
   // long, up to the fixed costs' share of the time alone.
   const topologies::Cluster cluster = topologies::load_cluster("a40-pcie", 1);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("a40");
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
   auto workload = [](bool both) {
     const char* op = R"({{"id": "{}", "kind": "allreduce", "group": "{}", "bytes": 268435456,
         "config": {{"algo": "Ring", "proto": "Simple", "nchannels": 4}}}})";
@@ -280,8 +283,9 @@ TEST(ContentionPhysics, TwoRingsThroughOnePcieSwitchSplitItsUplink) {
     for (int r = 0; r < 4; ++r) {
       const bool in_a = r == 0 || r == 2;
       const std::string body =
-          in_a || both ? fmt::format(fmt::runtime(op), fmt::format("x{}", r), in_a ? "a" : "b")
-                       : fmt::format(R"({{"id": "idle{}", "kind": "compute", "duration_us": 1}})", r);
+          in_a || both
+              ? fmt::format(fmt::runtime(op), fmt::format("x{}", r), in_a ? "a" : "b")
+              : fmt::format(R"({{"id": "idle{}", "kind": "compute", "duration_us": 1}})", r);
       ranks += fmt::format(R"({}{{"rank": {}, "streams": [{{"stream": "s", "ops": [{}]}}]}})",
                            r ? "," : "", r, body);
     }
@@ -308,17 +312,17 @@ TEST(ContentionPhysics, EightGpusBehindOneNicShareIt) {
   // (V / T_i, with T_i its time alone: the GPUs behind the CPU have longer paths): p = C / sum_j
   // V / T_j, and send i takes T_i / p, about 8 x 64 MiB at 11.25 GB/s.
   const topologies::Cluster cluster = topologies::load_cluster("a40-pcie", 2);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("a40");
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
   auto workload = [](int pairs) {
     std::string ranks = "[";
     for (int r = 0; r < 16; ++r) {
       const int i = r % 8;
       const std::string body =
           i >= pairs ? fmt::format(R"({{"id": "idle{}", "kind": "compute", "duration_us": 1}})", r)
-          : r < 8    ? fmt::format(R"({{"id": "s{}", "kind": "send", "peer": {}, "bytes": 67108864}})",
-                                   i, r + 8)
-                     : fmt::format(R"({{"id": "r{}", "kind": "recv", "peer": {}, "bytes": 67108864}})",
-                                   i, r - 8);
+          : r < 8 ? fmt::format(R"({{"id": "s{}", "kind": "send", "peer": {}, "bytes": 67108864}})",
+                                i, r + 8)
+                  : fmt::format(R"({{"id": "r{}", "kind": "recv", "peer": {}, "bytes": 67108864}})",
+                                i, r - 8);
       ranks += fmt::format(R"({}{{"rank": {}, "streams": [{{"stream": "s", "ops": [{}]}}]}})",
                            r ? "," : "", r, body);
     }
@@ -327,7 +331,7 @@ TEST(ContentionPhysics, EightGpusBehindOneNicShareIt) {
   const Ran alone = run(cluster, profile, workload(1));
   const Ran all = run(cluster, profile, workload(8));
   EXPECT_TRUE(all.violations.empty()) << all.violations.front();
-  const double nic = 12.5 * profile.collective.link(calibrate::LinkKind::kNetwork).efficiency.value;
+  const double nic = 12.5 * profile.collective.link(nccl::LinkClass::kNetwork).efficiency.value;
   double demand = 0;
   for (int i = 0; i < 8; ++i) {
     demand += 64.0 * kMiB / (all.s.r.ops[all.s.op(fmt::format("s{}", i))].alone.us() * 1e3);
@@ -361,7 +365,7 @@ TEST(ContentionPhysics, AStreamingKernelAndAnAllReduceShareHbm) {
   // arithmetic), so the all-reduce, which ends first, takes T_c / p; the kernel then finishes
   // its rest alone.
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
-  calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
+  hardware::HardwareProfile profile = hardware::load_profile("h100-sxm");
   profile.contention.l2_spill.value = 0;
   profile.contention.l2_pollution.value = 0;
   std::string ranks = "[";
@@ -385,8 +389,8 @@ TEST(ContentionPhysics, AStreamingKernelAndAnAllReduceShareHbm) {
   const CollectiveModel& m = cost.collective_model(r.s.w, r.s.op("c0"));
   const CollectiveEstimate e = m.estimate(CollKind::kAllReduce, 1073741824, cfg);
   const double d_k = 4e10 / (t_k * 1e3);
-  const double d_c = e.gpu_bytes * m.hbm_per_payload_byte(CollKind::kAllReduce, cfg, 1073741824) /
-                     (t_c * 1e3);
+  const double d_c =
+      e.gpu_bytes * m.hbm_per_payload_byte(CollKind::kAllReduce, cfg, 1073741824) / (t_c * 1e3);
   const double C = profile.gpu.hbm_GBps.value * profile.contention.hbm_efficiency.value;
   ASSERT_GT(d_k + d_c, C) << "the case needs HBM to be over-subscribed";
   const double p = C / (d_k + d_c);
@@ -414,7 +418,7 @@ TEST(ContentionPhysics, AMeasuredCollectiveDrawsWhatItsDurationSays) {
         r ? "," : "", r, r, r);
   }
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
-  const Ran r = run(cluster, calibrate::load_profile("h100-sxm"),
+  const Ran r = run(cluster, hardware::load_profile("h100-sxm"),
                     test::workload(ranks + "]", R"({"all": [0,1,2,3,4,5,6,7]})"));
   EXPECT_TRUE(r.violations.empty());
   EXPECT_NEAR(running_us(r.s, "a0"), 100000, 1);
@@ -426,7 +430,7 @@ TEST(ContentionPhysics, ADurationFasterThanTheHardwareIsCappedAndWarned) {
   // copy alone still takes its stated 10 us (its draw is capped at the capacity, not throttled
   // further), and the model says why.
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
+  const hardware::HardwareProfile profile = hardware::load_profile("h100-sxm");
   const traces::Workload w = test::workload(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
       {"id": "m", "kind": "memcpy", "bytes": 1073741824, "duration_us": 10}]}]}])");
   const ModelCost cost(cluster, profile, w);
@@ -452,7 +456,7 @@ TEST(ContentionPhysics, ASendInALargeCommunicatorTakesItsOwnPath) {
     ranks += fmt::format(R"({}{{"rank": {}, "streams": [{{"stream": "s", "ops": [{}]}}]}})",
                          r ? "," : "", r, op);
   }
-  const Ran r = run(cluster, calibrate::load_profile("a40"),
+  const Ran r = run(cluster, hardware::load_profile("a40"),
                     test::workload(ranks + "]", R"({"g": [0, 8, 12]})"));
   const traces::OpTimes& t = r.s.r.ops[r.s.op("s")];
   EXPECT_EQ((t.end - t.start).count_ns(), t.alone.count_ns());
@@ -474,7 +478,7 @@ TEST(ContentionPhysics, NvlsAllGatherAndReduceScatterUseOppositeDirections) {
              "bytes": 1073741824, "config": {{"algo": "NVLS", "proto": "Simple"}}}}]}}]}})",
         r ? "," : "", r, r, r);
   }
-  const Ran r = run(cluster, calibrate::load_profile("h100-sxm"),
+  const Ran r = run(cluster, hardware::load_profile("h100-sxm"),
                     test::workload(ranks + "]", R"({"all": [0,1,2,3,4,5,6,7]})"));
   EXPECT_TRUE(r.violations.empty());
   const traces::OpTimes& t = r.s.r.ops[r.s.op("ag0")];
@@ -502,7 +506,7 @@ TEST(ContentionPhysics, SmallCollectivesDoNotPolluteTheL2) {
           {{"stream": "c", "ops": [{}]}}]}})",
         r ? "," : "", r, r, colls);
   }
-  const Ran r = run(cluster, calibrate::load_profile("h100-sxm"),
+  const Ran r = run(cluster, hardware::load_profile("h100-sxm"),
                     test::workload(ranks + "]", R"({"all": [0, 1]})"));
   const traces::OpTimes& t = r.s.r.ops[r.s.op("k0")];
   EXPECT_LT((t.end - t.start).us(), 1.001 * t.alone.us());
@@ -513,7 +517,7 @@ TEST(ContentionPhysics, AWaitingCollectiveHoldsSmsButMovesNothing) {
   // it waits it holds its 16 CTAs' SMs (the kernel's grant leaves them out) but no bytes flow:
   // every link and HBM carries only the kernel.
   const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
-  const calibrate::HardwareProfile profile = calibrate::load_profile("h100-sxm");
+  const hardware::HardwareProfile profile = hardware::load_profile("h100-sxm");
   const traces::Workload w = test::workload(
       R"([{"rank": 0, "streams": [
             {"stream": "k", "ops": [{"id": "k", "kind": "compute", "flops": 1e12, "bytes": 1e8,

@@ -8,25 +8,32 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <map>
 #include <set>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/sim/collective_model.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
-#include "lagom/sim/nccl_topology.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
 #include "lagom/sim/resource_contention.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 #include "test_util.hpp"
 
 namespace lagom::sim {
 namespace {
+
+using nccl::Algorithm;
+using nccl::CollKind;
+using nccl::CommConfig;
+using nccl::kAlgorithmCount;
+using nccl::kProtocolCount;
+using nccl::Protocol;
 
 using nlohmann::json;
 
@@ -87,8 +94,8 @@ traces::Workload step(int gpus, int gpn) {
           {{"stream": "hc", "ops": [{{"id": "hc{}", "kind": "allreduce", "group": "node{}",
             "bytes": 8589934592, "config": {{"nchannels": 16}}}}]}}]}})",
         r ? "," : "", r, kernels, r, r, r, r, next, r, prev, r,
-        r % 2 == 0 ? "\"send\"" : "\"recv\"", nb, r, r / 2, r, r / 2, r, r / 2, r,
-        r % gpn, r, r % gpn, r, r, r / gpn);
+        r % 2 == 0 ? "\"send\"" : "\"recv\"", nb, r, r / 2, r, r / 2, r, r / 2, r, r % gpn, r,
+        r % gpn, r, r, r / gpn);
   }
   std::vector<int> all(static_cast<std::size_t>(gpus));
   std::iota(all.begin(), all.end(), 0);
@@ -108,13 +115,13 @@ traces::Workload step(int gpus, int gpn) {
 }
 
 // The answers a field may move, for a cluster on `nodes` nodes with a profile.
-std::vector<double> answers(const topologies::Cluster& c, const calibrate::HardwareProfile& p) {
+std::vector<double> answers(const topologies::Cluster& c, const hardware::HardwareProfile& p) {
   std::vector<double> out;
   std::vector<int> ranks(static_cast<std::size_t>(c.gpu_count()));
   std::iota(ranks.begin(), ranks.end(), 0);
   const topologies::CommunicatorInfo info = topologies::describe_communicator(c, ranks);
-  const NcclCommInfo nccl = nccl_comm_info(c, info);
-  const NcclTables tables = nccl_tune_model(nccl);
+  const nccl::CommInfo nccl = nccl_comm_info(c, info);
+  const nccl::Tables tables = nccl::tune_model(nccl);
   out.push_back(info.nccl.channels);
   out.push_back(info.nccl.bw_intra_GBps);
   out.push_back(info.nccl.bw_inter_GBps);
@@ -123,7 +130,7 @@ std::vector<double> answers(const topologies::Cluster& c, const calibrate::Hardw
   // whole cluster, one node, the first two GPUs and a pair across nodes.
   const auto all_pairs = [&](std::vector<int> members) {
     const topologies::CommunicatorInfo ci = topologies::describe_communicator(c, members);
-    const NcclTables t = nccl_tune_model(nccl_comm_info(c, ci));
+    const nccl::Tables t = nccl::tune_model(nccl_comm_info(c, ci));
     const CollectiveModel m(p, ci);
     for (int a = 0; a < kAlgorithmCount; ++a) {
       for (int q = 0; q < kProtocolCount; ++q) {
@@ -134,7 +141,7 @@ std::vector<double> answers(const topologies::Cluster& c, const calibrate::Hardw
         }
         for (int nt : {64, 0}) {
           for (int nc : {1, 0}) {
-            CommConfig cfg = nccl_config_for(t, CollKind::kAllReduce, algo, proto, 8 << 20);
+            CommConfig cfg = nccl::config_for(t, CollKind::kAllReduce, algo, proto, 8 << 20);
             cfg.nthreads = nt > 0 ? nt : cfg.nthreads;
             cfg.nchannels = nc > 0 ? nc : cfg.nchannels;
             out.push_back(m.estimate(CollKind::kAllReduce, 8 << 20, cfg).time_us);
@@ -152,9 +159,9 @@ std::vector<double> answers(const topologies::Cluster& c, const calibrate::Hardw
   all_pairs({0, c.gpus_per_node()});
   for (CollKind kind : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
                         CollKind::kAllToAll, CollKind::kBroadcast}) {
-    for (std::int64_t s : {std::int64_t{8}, std::int64_t{1} << 16, std::int64_t{1} << 20,
-                           std::int64_t{256} << 20}) {
-      out.push_back(model.estimate(kind, s, nccl_default_config(nccl, kind, s)).time_us);
+    for (std::int64_t s :
+         {std::int64_t{8}, std::int64_t{1} << 16, std::int64_t{1} << 20, std::int64_t{256} << 20}) {
+      out.push_back(model.estimate(kind, s, nccl::default_config(nccl, kind, s)).time_us);
     }
   }
   const traces::Workload w = step(c.gpu_count(), c.gpus_per_node());
@@ -291,8 +298,8 @@ const std::set<std::string> kDescriptiveClusterFields = {
 // Structure, not a quantity: changing it changes the machine (and is validated against other
 // fields, so most perturbations are refused).
 const std::set<std::string> kStructuralClusterFields = {
-    "version", "nodes.count", "nodes.gpus_per_node", "cpu.sockets", "intra_node.pairs[][]",
-    "network.nics[].gpus[]"};
+    "version",     "nodes.count",          "nodes.gpus_per_node",
+    "cpu.sockets", "intra_node.pairs[][]", "network.nics[].gpus[]"};
 
 // A field passes if it moves some answer on some preset (the CPU interconnect, say, carries no
 // traffic on an NVSwitch node but binds on the A40 hosts).
@@ -301,8 +308,8 @@ TEST(FieldWalk, EveryClusterNumberChangesAnAnswerOrIsDescriptive) {
   std::set<std::string> moved_somewhere;
   for (const char* preset : {"dgx-h100", "a40-nvlink", "aws-p5", "a40-pcie", "dgx-a100"}) {
     const json doc = json::parse(topologies::cluster_preset_text(preset));
-    const calibrate::HardwareProfile profile = calibrate::default_profile_for_gpu(
-        doc["gpu"]["type"].get<std::string>());
+    const hardware::HardwareProfile profile =
+        hardware::default_profile_for_gpu(doc["gpu"]["type"].get<std::string>());
     const Walk w = walk(
         doc, [](const std::string& f) { return kStructuralClusterFields.contains(generic(f)); },
         [&](const json& d) {
@@ -365,16 +372,15 @@ TEST(FieldWalk, EveryProfileNumberChangesAnAnswerOrIsDocumented) {
   std::map<std::string, std::set<std::string>> moved;
   // (The H100 profile on the PCIe-only A40 host stands in for an H100 PCIe machine: it is the
   // only place its PCIe protocol numbers are used.)
-  for (const Case& c : {Case{"h100-sxm", "dgx-h100"}, Case{"h100-sxm", "aws-p5"},
-                        Case{"h100-sxm", "a40-pcie"}, Case{"a40", "a40-nvlink"},
-                        Case{"a40", "a40-pcie"}}) {
-    const json doc = json::parse(calibrate::profile_to_json(calibrate::load_profile(c.profile)));
+  for (const Case& c :
+       {Case{"h100-sxm", "dgx-h100"}, Case{"h100-sxm", "aws-p5"}, Case{"h100-sxm", "a40-pcie"},
+        Case{"a40", "a40-nvlink"}, Case{"a40", "a40-pcie"}}) {
+    const json doc = json::parse(hardware::profile_to_json(hardware::load_profile(c.profile)));
     const topologies::Cluster cluster(topologies::load_cluster_spec(c.cluster, 2));
     const Walk w = walk(
-        doc,
-        [](const std::string& f) { return f == "version" || !f.ends_with(".value"); },
+        doc, [](const std::string& f) { return f == "version" || !f.ends_with(".value"); },
         [&](const json& d) {
-          return answers(cluster, calibrate::parse_profile_json(d.dump(), c.profile));
+          return answers(cluster, hardware::parse_profile_json(d.dump(), c.profile));
         });
     still[c.profile].insert(w.still.begin(), w.still.end());
     moved[c.profile].insert(w.moved.begin(), w.moved.end());
@@ -384,8 +390,7 @@ TEST(FieldWalk, EveryProfileNumberChangesAnAnswerOrIsDocumented) {
   }
   for (const auto& [profile, fields] : still) {
     for (const std::string& f : fields) {
-      if (moved[profile].contains(f) || kQuietProfileFields.contains(f) ||
-          quiet_profile_field(f)) {
+      if (moved[profile].contains(f) || kQuietProfileFields.contains(f) || quiet_profile_field(f)) {
         continue;
       }
       // The A40 has no NVLink SHARP: NVLS numbers in its profile are never used.

@@ -122,7 +122,7 @@ TEST(ClusterPresets, AwsP5MatchesAwsAndAwsOfiNccl) {
   }
   // Two sockets of AMD EPYC 7R13 (AWS), four switches under each (aws-ofi-nccl).
   EXPECT_EQ(p5.cpu.sockets, 2);
-  EXPECT_EQ(p5.cpu.vendor, CpuVendor::kAmd);
+  EXPECT_EQ(p5.cpu.vendor, nccl::CpuVendor::kAmd);
   EXPECT_NE(p5.cpu.model.find("7R13"), std::string::npos);
   EXPECT_EQ(p5.pcie.switches.size(), 8u);
   EXPECT_EQ(p5.pcie.generation, 5);
@@ -266,7 +266,9 @@ const BadCase kBadCases[] = {
     {"NIC serving no GPU", [](json& d) { d["network"]["nics"][0]["gpus"] = json::array(); },
      "network.nics[0].gpus: must list at least one GPU"},
     {"switch nothing reaches",
-     [](json& d) { d["pcie"]["switches"].push_back({{"id", "sw8"}, {"upstream", "cpu0"}}); },
+     [](json& d) {
+       d["pcie"]["switches"].push_back({{"id", "sw8"}, {"upstream", "cpu0"}});
+     },
      "pcie.switches[8]: switch 'sw8' has no GPU or NIC below it"},
     {"zero CPU interconnect", [](json& d) { d["cpu"]["interconnect_bandwidth_GBps"] = 0; },
      "cpu.interconnect_bandwidth_GBps"},

@@ -74,7 +74,7 @@ TEST(Cluster, RankToNodeAndLocalGpu) {
 
 TEST(Cluster, SameGpuIsLoc) {
   const Path p = load_cluster("dgx-h100").path(3, 3);
-  EXPECT_EQ(p.type, PathType::kLoc);
+  EXPECT_EQ(p.type, nccl::PathType::kLoc);
   EXPECT_TRUE(p.hops.empty());
   EXPECT_TRUE(std::isinf(p.bottleneck_GBps));
   EXPECT_FALSE(p.bottleneck_class.has_value());
@@ -87,14 +87,14 @@ TEST(Cluster, NvSwitchPathIsTwoNvlinkHops) {
   const double gpu_nvlink_GBps = nv.links_per_gpu * nv.link_bandwidth_GBps;
   for (int b = 1; b < 8; ++b) {
     const Path p = c.path(0, b);
-    EXPECT_EQ(p.type, PathType::kNvl);
+    EXPECT_EQ(p.type, nccl::PathType::kNvl);
     ASSERT_EQ(p.hops.size(), 2u);
     EXPECT_EQ(p.hops[0].from, (Endpoint{VertexKind::kGpu, 0, 0}));
     EXPECT_EQ(p.hops[0].to.kind, VertexKind::kNvSwitch);
     EXPECT_EQ(p.hops[1].to, (Endpoint{VertexKind::kGpu, 0, b}));
-    EXPECT_EQ(p.hops[0].link_class, LinkClass::kNvlink);
+    EXPECT_EQ(p.hops[0].link_class, nccl::LinkClass::kNvlink);
     EXPECT_DOUBLE_EQ(p.bottleneck_GBps, gpu_nvlink_GBps);
-    EXPECT_EQ(p.bottleneck_class, LinkClass::kNvlink);
+    EXPECT_EQ(p.bottleneck_class, nccl::LinkClass::kNvlink);
     EXPECT_DOUBLE_EQ(p.latency_us, 2 * nv.latency_us);
   }
   EXPECT_DOUBLE_EQ(c.path(0, 1).bottleneck_GBps, 450.0);
@@ -105,10 +105,11 @@ TEST(Cluster, AcrossNodesOnOneRail) {
   const ClusterSpec& s = c.spec();
   // GPU 0 -> its PCIe switch -> NIC 0 -> leaf 0 -> node 1's NIC 0 -> switch -> GPU 8.
   const Path p = c.path(0, 8);
-  EXPECT_EQ(p.type, PathType::kNet);
+  EXPECT_EQ(p.type, nccl::PathType::kNet);
   ASSERT_EQ(p.hops.size(), 6u);
-  const LinkClass expected[] = {LinkClass::kPcie,    LinkClass::kPcie, LinkClass::kNetwork,
-                                LinkClass::kNetwork, LinkClass::kPcie, LinkClass::kPcie};
+  const nccl::LinkClass expected[] = {nccl::LinkClass::kPcie,    nccl::LinkClass::kPcie,
+                                      nccl::LinkClass::kNetwork, nccl::LinkClass::kNetwork,
+                                      nccl::LinkClass::kPcie,    nccl::LinkClass::kPcie};
   for (std::size_t k = 0; k < 6; ++k) {
     EXPECT_EQ(p.hops[k].link_class, expected[k]) << k;
   }
@@ -119,14 +120,14 @@ TEST(Cluster, AcrossNodesOnOneRail) {
   // 400 Gb/s NDR = 50 GB/s, below PCIe Gen5 x16 (64 GB/s per direction).
   const double nic_GBps = s.network.nic_speed_Gbps / 8.0;
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps, std::min(nic_GBps, s.pcie.link_bandwidth_GBps));
-  EXPECT_EQ(p.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(p.bottleneck_class, nccl::LinkClass::kNetwork);
   EXPECT_DOUBLE_EQ(p.latency_us, 4 * s.pcie.latency_us + 2 * s.network.fabric.latency_us);
 }
 
 TEST(Cluster, AcrossRailsThroughTheSpine) {
   const Cluster c = load_cluster("dgx-h100", 2);
   const Path p = c.path(1, 10);  // rail 1 to rail 2
-  EXPECT_EQ(p.type, PathType::kNet);
+  EXPECT_EQ(p.type, nccl::PathType::kNet);
   ASSERT_EQ(p.hops.size(), 8u);
   EXPECT_EQ(c.name_of(p.hops[3].to), "spine");
   // A leaf's uplink carries what its 2 NICs can send: 2 x 50 GB/s.
@@ -146,41 +147,41 @@ TEST(Cluster, A40NvlinkPairsAndPcie) {
   const ClusterSpec& s = a.spec();
   // A bridged pair: one direct NVLink hop of 4 links x 14.0625 = 56.25 GB/s (112.5 bidirectional).
   const Path pair = a.path(0, 1);
-  EXPECT_EQ(pair.type, PathType::kNvl);
+  EXPECT_EQ(pair.type, nccl::PathType::kNvl);
   ASSERT_EQ(pair.hops.size(), 1u);
   EXPECT_DOUBLE_EQ(pair.bottleneck_GBps,
                    s.intra_node.nvlink->links_per_gpu * s.intra_node.nvlink->link_bandwidth_GBps);
   EXPECT_DOUBLE_EQ(pair.bottleneck_GBps * 2, 112.5);
   // Pairs on one socket meet in the CPU's root complex; across sockets they cross xGMI.
   const Path same_socket = a.path(0, 2);
-  EXPECT_EQ(same_socket.type, PathType::kPhb);
+  EXPECT_EQ(same_socket.type, nccl::PathType::kPhb);
   EXPECT_EQ(same_socket.hops.size(), 4u);
   EXPECT_DOUBLE_EQ(same_socket.bottleneck_GBps, s.pcie.link_bandwidth_GBps);
   const Path other_socket = a.path(1, 6);
-  EXPECT_EQ(other_socket.type, PathType::kSys);
-  EXPECT_EQ(other_socket.bottleneck_class, LinkClass::kCpuInterconnect);
+  EXPECT_EQ(other_socket.type, nccl::PathType::kSys);
+  EXPECT_EQ(other_socket.bottleneck_class, nccl::LinkClass::kCpuInterconnect);
   EXPECT_DOUBLE_EQ(other_socket.bottleneck_GBps, s.cpu.interconnect_bandwidth_GBps);
 
   // Without bridges, the pair on one PCIe switch is PIX.
   const Cluster b = load_cluster("a40-pcie");
   const Path pix = b.path(0, 1);
-  EXPECT_EQ(pix.type, PathType::kPix);
+  EXPECT_EQ(pix.type, nccl::PathType::kPix);
   EXPECT_EQ(pix.hops.size(), 2u);
   EXPECT_DOUBLE_EQ(pix.bottleneck_GBps, b.spec().pcie.link_bandwidth_GBps);
-  EXPECT_EQ(b.path(0, 2).type, PathType::kPhb);
-  EXPECT_EQ(b.path(0, 4).type, PathType::kSys);
-  EXPECT_EQ(b.path(7, 3).type, PathType::kSys);
-  EXPECT_EQ(b.path(2, 3).type, PathType::kPix);
+  EXPECT_EQ(b.path(0, 2).type, nccl::PathType::kPhb);
+  EXPECT_EQ(b.path(0, 4).type, nccl::PathType::kSys);
+  EXPECT_EQ(b.path(7, 3).type, nccl::PathType::kSys);
+  EXPECT_EQ(b.path(2, 3).type, nccl::PathType::kPix);
 }
 
 TEST(Cluster, A40NicIsLimitedByItsPcieSlot) {
   // Two nodes of cluster A: 400 Gb/s = 50 GB/s NIC in a Gen4 x16 slot (32 GB/s per direction).
   const Cluster a = load_cluster("a40-nvlink", 2);
   const Path p = a.path(0, 8);
-  EXPECT_EQ(p.type, PathType::kNet);
+  EXPECT_EQ(p.type, nccl::PathType::kNet);
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps, std::min(a.spec().network.nic_speed_Gbps / 8.0,
                                                a.spec().pcie.link_bandwidth_GBps));
-  EXPECT_EQ(p.bottleneck_class, LinkClass::kPcie);
+  EXPECT_EQ(p.bottleneck_class, nccl::LinkClass::kPcie);
   // GPU 6 uses NIC 1 (socket 1); on the single switch the path has no spine.
   EXPECT_EQ(a.nic_of(6), 1);
   const Path q = a.path(6, 14);
@@ -211,7 +212,7 @@ TEST(Cluster, NicEntryBundlesItsNics) {
   const int count = s.network.nics[0].count;
   ASSERT_EQ(count, 4);
   const Path p = c.path(0, 8);
-  EXPECT_EQ(p.type, PathType::kNet);
+  EXPECT_EQ(p.type, nccl::PathType::kNet);
   // GPU 0 -> sw0 -> NIC 0 -> switch -> node 1's NIC 0 -> sw0 -> GPU 8.
   ASSERT_EQ(p.hops.size(), 6u);
   EXPECT_EQ(p.hops[1].from, (Endpoint{VertexKind::kPcieSwitch, 0, 0}));
@@ -222,17 +223,17 @@ TEST(Cluster, NicEntryBundlesItsNics) {
   EXPECT_EQ(nic_pcie.count, count);
   EXPECT_DOUBLE_EQ(nic_pcie.bandwidth_GBps, count * s.pcie.link_bandwidth_GBps);
   const Link nic_net = c.link(p.hops[2].link_id);
-  EXPECT_EQ(nic_net.link_class, LinkClass::kNetwork);
+  EXPECT_EQ(nic_net.link_class, nccl::LinkClass::kNetwork);
   EXPECT_EQ(nic_net.count, count);
   EXPECT_DOUBLE_EQ(nic_net.bandwidth_GBps, count * s.network.nic_speed_Gbps / 8.0);
   // 4 x 100 Gb/s = 50 GB/s, below the GPU's own Gen5 x16 link (64 GB/s).
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps,
                    std::min(s.pcie.link_bandwidth_GBps, count * s.network.nic_speed_Gbps / 8.0));
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps, 50.0);
-  EXPECT_EQ(p.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(p.bottleneck_class, nccl::LinkClass::kNetwork);
   EXPECT_DOUBLE_EQ(p.latency_us, 4 * s.pcie.latency_us + 2 * s.network.fabric.latency_us);
   // GPU to GPU inside a node stays on NVLink.
-  EXPECT_EQ(c.path(0, 7).type, PathType::kNvl);
+  EXPECT_EQ(c.path(0, 7).type, nccl::PathType::kNvl);
 }
 
 TEST(Cluster, RailLeafUplinkCarriesTheWholeNicEntry) {
@@ -248,7 +249,7 @@ TEST(Cluster, RailLeafUplinkCarriesTheWholeNicEntry) {
   EXPECT_DOUBLE_EQ(p.hops[3].bandwidth_GBps, 3 * 2 * s.network.nic_speed_Gbps / 8.0);
   // Each GPU's path: min(its Gen5 x16 link 64, 2 x 50 = 100) = 64: PCIe now limits.
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps, s.pcie.link_bandwidth_GBps);
-  EXPECT_EQ(p.bottleneck_class, LinkClass::kPcie);
+  EXPECT_EQ(p.bottleneck_class, nccl::LinkClass::kPcie);
 }
 
 TEST(Cluster, ScalesTo16kGpus) {
@@ -256,7 +257,7 @@ TEST(Cluster, ScalesTo16kGpus) {
   EXPECT_EQ(c.gpu_count(), 16384);
   EXPECT_EQ(c.vertex_count(), expected_vertices(c.spec()));
   const Path p = c.path(0, 16383);
-  EXPECT_EQ(p.type, PathType::kNet);
+  EXPECT_EQ(p.type, nccl::PathType::kNet);
   EXPECT_EQ(p.hops.back().to, (Endpoint{VertexKind::kGpu, 2047, 7}));
   // The spine uplink of a leaf carries 2048 NICs' worth: it is never the bottleneck.
   EXPECT_DOUBLE_EQ(p.bottleneck_GBps, 50.0);

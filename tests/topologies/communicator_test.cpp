@@ -25,7 +25,7 @@ double gpu_nvlink_GBps(const ClusterSpec& s) {
   return s.intra_node.nvlink->links_per_gpu * s.intra_node.nvlink->link_bandwidth_GBps;
 }
 
-std::vector<LinkClass> classes(std::initializer_list<LinkClass> c) {
+std::vector<nccl::LinkClass> classes(std::initializer_list<nccl::LinkClass> c) {
   return c;
 }
 
@@ -38,17 +38,17 @@ TEST(Communicator, OneDgxH100Node) {
   EXPECT_EQ(i.ranks_per_node_min, 8);
   EXPECT_TRUE(i.uniform);
   // Every ring step goes GPU -> NVSwitch -> GPU; each GPU's 18 x 25 GB/s carries one stream.
-  EXPECT_EQ(i.intra_path_type, PathType::kNvl);
+  EXPECT_EQ(i.intra_path_type, nccl::PathType::kNvl);
   EXPECT_DOUBLE_EQ(i.intra_bw_GBps, gpu_nvlink_GBps(c.spec()));
   EXPECT_DOUBLE_EQ(i.intra_bw_GBps, 450.0);
-  EXPECT_EQ(i.intra_bottleneck_class, LinkClass::kNvlink);
+  EXPECT_EQ(i.intra_bottleneck_class, nccl::LinkClass::kNvlink);
   EXPECT_EQ(i.inter_bw_GBps, 0.0);
-  EXPECT_EQ(i.nic_path_type, PathType::kLoc);
+  EXPECT_EQ(i.nic_path_type, nccl::PathType::kLoc);
   EXPECT_TRUE(i.nvls_available);
   for (const AlgorithmPaths* a : {&i.ring, &i.tree, &i.nvls}) {
     EXPECT_TRUE(a->available);
-    EXPECT_EQ(a->link_classes, classes({LinkClass::kNvlink}));
-    EXPECT_EQ(a->bottleneck_class, LinkClass::kNvlink);
+    EXPECT_EQ(a->link_classes, classes({nccl::LinkClass::kNvlink}));
+    EXPECT_EQ(a->bottleneck_class, nccl::LinkClass::kNvlink);
     EXPECT_DOUBLE_EQ(a->bottleneck_GBps, 450.0);
   }
 }
@@ -63,14 +63,15 @@ TEST(Communicator, TwoDgxH100Nodes) {
   // One 400 Gb/s NIC per GPU (rail-optimized), and its PCIe Gen5 path (64 GB/s) is wider.
   const double nic_GBps = s.network.nic_speed_Gbps / 8.0;
   EXPECT_DOUBLE_EQ(i.inter_bw_GBps, nic_GBps);
-  EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kNetwork);
-  EXPECT_EQ(i.nic_path_type, PathType::kPix);
+  EXPECT_EQ(i.inter_bottleneck_class, nccl::LinkClass::kNetwork);
+  EXPECT_EQ(i.nic_path_type, nccl::PathType::kPix);
   // The ring leaves each node once per ring: the 8 NICs together (400 GB/s) limit it below
   // NVLink's 450 GB/s.
-  const auto three = classes({LinkClass::kNvlink, LinkClass::kPcie, LinkClass::kNetwork});
+  const auto three =
+      classes({nccl::LinkClass::kNvlink, nccl::LinkClass::kPcie, nccl::LinkClass::kNetwork});
   EXPECT_EQ(i.ring.link_classes, three);
   EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, std::min(gpu_nvlink_GBps(s), 8 * nic_GBps));
-  EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(i.ring.bottleneck_class, nccl::LinkClass::kNetwork);
   EXPECT_EQ(i.tree.link_classes, three);
   EXPECT_TRUE(i.nvls_available);  // NVLSTree across nodes
   EXPECT_EQ(i.nvls.link_classes, three);
@@ -82,22 +83,22 @@ TEST(Communicator, TwoAwsP5Nodes) {
   const ClusterSpec& s = c.spec();
   const CommunicatorInfo i = describe_communicator(c, iota(16));
   EXPECT_EQ(i.nnodes, 2);
-  EXPECT_EQ(i.intra_path_type, PathType::kNvl);
+  EXPECT_EQ(i.intra_path_type, nccl::PathType::kNvl);
   EXPECT_DOUBLE_EQ(i.intra_bw_GBps, gpu_nvlink_GBps(s));
   // Each GPU's four 100 Gb/s EFA interfaces add up to 4 x 12.5 = 50 GB/s, below its Gen5 x16
   // PCIe link (64 GB/s); they sit on the GPU's own switch (PIX).
   const double per_gpu = s.network.nics[0].count * s.network.nic_speed_Gbps / 8.0;
   EXPECT_DOUBLE_EQ(per_gpu, 50.0);
   EXPECT_DOUBLE_EQ(i.inter_bw_GBps, std::min(per_gpu, s.pcie.link_bandwidth_GBps));
-  EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kNetwork);
-  EXPECT_EQ(i.nic_path_type, PathType::kPix);
+  EXPECT_EQ(i.inter_bottleneck_class, nccl::LinkClass::kNetwork);
+  EXPECT_EQ(i.nic_path_type, nccl::PathType::kPix);
   // The ring leaves each node once per ring: 32 x 100 Gb/s = 3200 Gb/s = 400 GB/s < 450 NVLink.
   const double node_GBps = s.nics_per_node() * s.network.nic_speed_Gbps / 8.0;
   EXPECT_DOUBLE_EQ(node_GBps, 400.0);
   EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, std::min(gpu_nvlink_GBps(s), node_GBps));
-  EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kNetwork);
+  EXPECT_EQ(i.ring.bottleneck_class, nccl::LinkClass::kNetwork);
   EXPECT_EQ(i.ring.link_classes,
-            classes({LinkClass::kNvlink, LinkClass::kPcie, LinkClass::kNetwork}));
+            classes({nccl::LinkClass::kNvlink, nccl::LinkClass::kPcie, nccl::LinkClass::kNetwork}));
   EXPECT_DOUBLE_EQ(i.tree.bottleneck_GBps, node_GBps);
   EXPECT_TRUE(i.nvls_available);  // NVSwitch with NVLS, as dgx-h100 (NVLSTree across nodes)
   EXPECT_DOUBLE_EQ(i.nvls.bottleneck_GBps, node_GBps);
@@ -117,8 +118,8 @@ TEST(Communicator, NicEntriesSharedByGpusSplitTheirSum) {
   // reach it through the CPU (PHB).
   const double entry = std::min(8 * s.network.nic_speed_Gbps / 8.0, s.pcie.link_bandwidth_GBps);
   EXPECT_DOUBLE_EQ(i.inter_bw_GBps, entry / 2);
-  EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kPcie);
-  EXPECT_EQ(i.nic_path_type, PathType::kPhb);
+  EXPECT_EQ(i.inter_bottleneck_class, nccl::LinkClass::kPcie);
+  EXPECT_EQ(i.nic_path_type, nccl::PathType::kPhb);
   EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, 4 * entry);
 }
 
@@ -128,12 +129,12 @@ TEST(Communicator, OneRankPerNode) {
   const CommunicatorInfo i = describe_communicator(c, ranks);
   EXPECT_EQ(i.nnodes, 4);
   EXPECT_EQ(i.ranks_per_node_max, 1);
-  EXPECT_EQ(i.intra_path_type, PathType::kLoc);
+  EXPECT_EQ(i.intra_path_type, nccl::PathType::kLoc);
   EXPECT_TRUE(std::isinf(i.intra_bw_GBps));
   EXPECT_FALSE(i.intra_bottleneck_class.has_value());
   EXPECT_FALSE(i.nvls_available);
   EXPECT_FALSE(i.nvls.available);
-  EXPECT_EQ(i.ring.link_classes, classes({LinkClass::kPcie, LinkClass::kNetwork}));
+  EXPECT_EQ(i.ring.link_classes, classes({nccl::LinkClass::kPcie, nccl::LinkClass::kNetwork}));
   EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, 50.0);
 }
 
@@ -148,7 +149,7 @@ TEST(Communicator, UnevenNodes) {
   EXPECT_FALSE(i.uniform);
   EXPECT_FALSE(i.nvls_available);  // A100: no NVLink SHARP
   // GPU and NIC are two switch levels apart on DGX A100.
-  EXPECT_EQ(i.nic_path_type, PathType::kPxb);
+  EXPECT_EQ(i.nic_path_type, nccl::PathType::kPxb);
   // Node 1 holds one rank, whose NIC (25 GB/s) is all the ring gets there.
   EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, 200.0 / 8.0);
 }
@@ -159,24 +160,24 @@ TEST(Communicator, A40NvlinkOneNode) {
   const CommunicatorInfo i = describe_communicator(c, iota(8));
   // Ring 0-1-...-7-0: 0-1, 2-3, 4-5, 6-7 over bridges, 1-2 and 5-6 through a root complex,
   // 3-4 and 7-0 across xGMI, once each way: the socket link is the bottleneck.
-  EXPECT_EQ(i.intra_path_type, PathType::kSys);
+  EXPECT_EQ(i.intra_path_type, nccl::PathType::kSys);
   EXPECT_DOUBLE_EQ(i.intra_bw_GBps, s.cpu.interconnect_bandwidth_GBps);
-  EXPECT_EQ(i.intra_bottleneck_class, LinkClass::kCpuInterconnect);
-  EXPECT_EQ(i.ring.link_classes,
-            classes({LinkClass::kNvlink, LinkClass::kPcie, LinkClass::kCpuInterconnect}));
+  EXPECT_EQ(i.intra_bottleneck_class, nccl::LinkClass::kCpuInterconnect);
+  EXPECT_EQ(i.ring.link_classes, classes({nccl::LinkClass::kNvlink, nccl::LinkClass::kPcie,
+                                          nccl::LinkClass::kCpuInterconnect}));
   EXPECT_FALSE(i.nvls_available);
   EXPECT_FALSE(i.nvls.available);
 
   // One socket's four GPUs: the bridges and one switch uplink each way per pair.
   const CommunicatorInfo half = describe_communicator(c, iota(4));
-  EXPECT_EQ(half.intra_path_type, PathType::kPhb);
+  EXPECT_EQ(half.intra_path_type, nccl::PathType::kPhb);
   EXPECT_DOUBLE_EQ(half.intra_bw_GBps, s.pcie.link_bandwidth_GBps);
-  EXPECT_EQ(half.ring.link_classes, classes({LinkClass::kNvlink, LinkClass::kPcie}));
+  EXPECT_EQ(half.ring.link_classes, classes({nccl::LinkClass::kNvlink, nccl::LinkClass::kPcie}));
 
   // A bridged pair alone: NVLink only.
   const std::vector<int> pair = {4, 5};
   const CommunicatorInfo p = describe_communicator(c, pair);
-  EXPECT_EQ(p.intra_path_type, PathType::kNvl);
+  EXPECT_EQ(p.intra_path_type, nccl::PathType::kNvl);
   EXPECT_DOUBLE_EQ(p.intra_bw_GBps, gpu_nvlink_GBps(s));
 }
 
@@ -184,10 +185,10 @@ TEST(Communicator, A40PcieVersusNvlink) {
   const Cluster b = load_cluster("a40-pcie");
   const std::vector<int> pair = {4, 5};
   const CommunicatorInfo p = describe_communicator(b, pair);
-  EXPECT_EQ(p.intra_path_type, PathType::kPix);
+  EXPECT_EQ(p.intra_path_type, nccl::PathType::kPix);
   EXPECT_DOUBLE_EQ(p.intra_bw_GBps, b.spec().pcie.link_bandwidth_GBps);
-  EXPECT_EQ(p.ring.link_classes, classes({LinkClass::kPcie}));
-  EXPECT_EQ(describe_communicator(b, iota(8)).intra_path_type, PathType::kSys);
+  EXPECT_EQ(p.ring.link_classes, classes({nccl::LinkClass::kPcie}));
+  EXPECT_EQ(describe_communicator(b, iota(8)).intra_path_type, nccl::PathType::kSys);
 }
 
 TEST(Communicator, A40ClustersAcrossTwoNodes) {
@@ -198,13 +199,13 @@ TEST(Communicator, A40ClustersAcrossTwoNodes) {
     // Each NIC: min(400 Gb/s = 50 GB/s, Gen4 x16 slot = 32 GB/s), shared by 4 GPUs.
     const double nic_eff = std::min(s.network.nic_speed_Gbps / 8.0, s.pcie.link_bandwidth_GBps);
     EXPECT_DOUBLE_EQ(i.inter_bw_GBps, nic_eff / 4);
-    EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kPcie);
+    EXPECT_EQ(i.inter_bottleneck_class, nccl::LinkClass::kPcie);
     // The ring: min(xGMI 16, both NICs 64) -> the socket link.
     EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps,
                      std::min(s.cpu.interconnect_bandwidth_GBps, 2 * nic_eff));
-    EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kCpuInterconnect);
+    EXPECT_EQ(i.ring.bottleneck_class, nccl::LinkClass::kCpuInterconnect);
     // GPUs 2 and 3 reach their NIC (on sw0) through the root complex.
-    EXPECT_EQ(i.nic_path_type, PathType::kPhb);
+    EXPECT_EQ(i.nic_path_type, nccl::PathType::kPhb);
   }
   {
     const Cluster b = load_cluster("a40-pcie", 2);
@@ -212,10 +213,10 @@ TEST(Communicator, A40ClustersAcrossTwoNodes) {
     const CommunicatorInfo i = describe_communicator(b, iota(16));
     const double nic_GBps = s.network.nic_speed_Gbps / 8.0;  // 12.5 GB/s for 8 GPUs
     EXPECT_DOUBLE_EQ(i.inter_bw_GBps, nic_GBps / 8);
-    EXPECT_EQ(i.inter_bottleneck_class, LinkClass::kNetwork);
+    EXPECT_EQ(i.inter_bottleneck_class, nccl::LinkClass::kNetwork);
     EXPECT_DOUBLE_EQ(i.ring.bottleneck_GBps, nic_GBps);
-    EXPECT_EQ(i.ring.bottleneck_class, LinkClass::kNetwork);
-    EXPECT_EQ(i.nic_path_type, PathType::kSys);  // GPUs 4-7 reach socket 0's NIC over xGMI
+    EXPECT_EQ(i.ring.bottleneck_class, nccl::LinkClass::kNetwork);
+    EXPECT_EQ(i.nic_path_type, nccl::PathType::kSys);  // GPUs 4-7 reach socket 0's NIC over xGMI
   }
 }
 
@@ -252,8 +253,8 @@ TEST(NcclSearchEstimate, OneDgxH100Node) {
   EXPECT_EQ(i.nccl.channels, 2 * first);
   EXPECT_DOUBLE_EQ(i.nccl.bw_intra_GBps, 60.0 / 2);
   EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, 60.0 / 2);
-  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
-  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+  EXPECT_EQ(i.nccl.type_intra, nccl::PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_inter, nccl::PathType::kPix);
 }
 
 TEST(NcclSearchEstimate, TwoDgxH100Nodes) {
@@ -266,8 +267,8 @@ TEST(NcclSearchEstimate, TwoDgxH100Nodes) {
   EXPECT_DOUBLE_EQ(max_bw, 48.0);
   EXPECT_EQ(i.nccl.channels, 8);
   EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, max_bw);
-  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
-  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+  EXPECT_EQ(i.nccl.type_intra, nccl::PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_inter, nccl::PathType::kPix);
 }
 
 TEST(NcclSearchEstimate, TwoAwsP5Nodes) {
@@ -279,8 +280,8 @@ TEST(NcclSearchEstimate, TwoAwsP5Nodes) {
   EXPECT_DOUBLE_EQ(max_bw, 48.0);
   EXPECT_EQ(i.nccl.channels, 8);
   EXPECT_DOUBLE_EQ(i.nccl.bw_inter_GBps, max_bw);
-  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
-  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+  EXPECT_EQ(i.nccl.type_intra, nccl::PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_inter, nccl::PathType::kPix);
 }
 
 TEST(NcclSearchEstimate, OneDgxA100Node) {
@@ -289,7 +290,7 @@ TEST(NcclSearchEstimate, OneDgxA100Node) {
   // use all 240, so the search stops; DupChannels (sm80, 40 >= 25): 12 channels at 20.
   EXPECT_EQ(i.nccl.channels, 2 * (12 * 20 / 40));
   EXPECT_DOUBLE_EQ(i.nccl.bw_intra_GBps, 40.0 / 2);
-  EXPECT_EQ(i.nccl.type_intra, PathType::kNvl);
+  EXPECT_EQ(i.nccl.type_intra, nccl::PathType::kNvl);
 }
 
 TEST(NcclSearchEstimate, OneA40PcieNode) {
@@ -300,8 +301,8 @@ TEST(NcclSearchEstimate, OneA40PcieNode) {
   // fit one ring at 18.
   EXPECT_EQ(i.nccl.channels, 1);
   EXPECT_DOUBLE_EQ(i.nccl.bw_intra_GBps, 15.0);
-  EXPECT_EQ(i.nccl.type_intra, PathType::kSys);
-  EXPECT_EQ(i.nccl.type_inter, PathType::kPix);
+  EXPECT_EQ(i.nccl.type_intra, nccl::PathType::kSys);
+  EXPECT_EQ(i.nccl.type_inter, nccl::PathType::kPix);
 }
 
 }  // namespace

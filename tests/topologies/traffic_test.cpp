@@ -30,7 +30,8 @@ double load_from(const Cluster& c, const Footprint& f, std::size_t link, const E
 }
 
 // Sum of the loads on links of class `cls` leaving vertices of kind `from_kind`.
-double total_leaving(const Cluster& c, const Footprint& f, LinkClass cls, VertexKind from_kind) {
+double total_leaving(const Cluster& c, const Footprint& f, nccl::LinkClass cls,
+                     VertexKind from_kind) {
   double sum = 0;
   for (const LinkLoad& l : f.loads) {
     const Link link = c.link(l.link);
@@ -45,7 +46,7 @@ double total_leaving(const Cluster& c, const Footprint& f, LinkClass cls, Vertex
 std::size_t nvlink_port(const Cluster& c, int node, int gpu) {
   for (std::size_t id = 0; id < c.link_count(); ++id) {
     const Link l = c.link(id);
-    if (l.link_class == LinkClass::kNvlink && l.a == Endpoint{VertexKind::kGpu, node, gpu}) {
+    if (l.link_class == nccl::LinkClass::kNvlink && l.a == Endpoint{VertexKind::kGpu, node, gpu}) {
       return id;
     }
   }
@@ -66,8 +67,8 @@ TEST(Traffic, RingOnAnNvSwitchNodeCrossesEachPortOnceEachWay) {
     EXPECT_DOUBLE_EQ(load_from(c, f, port, {VertexKind::kGpu, 0, g}), 1.0) << g;
     EXPECT_DOUBLE_EQ(load_from(c, f, port, {VertexKind::kNvSwitch, 0, 0}), 1.0) << g;
   }
-  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(LinkClass::kNvlink)], 1.0 / 450.0);
-  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(LinkClass::kNetwork)], 0.0);
+  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kNvlink)], 1.0 / 450.0);
+  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kNetwork)], 0.0);
   EXPECT_DOUBLE_EQ(f.intra_latency_us, 0.6);
   EXPECT_FALSE(f.crosses_network);
 }
@@ -80,9 +81,9 @@ TEST(Traffic, RingOnTheA40HostCrossesTheSocketLinkOnceEachWay) {
   const auto ranks = all_ranks(c);
   const CommunicatorTraffic t_f(c, ranks);
   const Footprint& f = t_f.ring();
-  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(LinkClass::kCpuInterconnect)], 1.0 / 16.0);
-  EXPECT_DOUBLE_EQ(total_leaving(c, f, LinkClass::kCpuInterconnect, VertexKind::kCpu), 2.0);
-  EXPECT_DOUBLE_EQ(total_leaving(c, f, LinkClass::kNvlink, VertexKind::kGpu), 4.0);
+  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kCpuInterconnect)], 1.0 / 16.0);
+  EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kCpuInterconnect, VertexKind::kCpu), 2.0);
+  EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kNvlink, VertexKind::kGpu), 4.0);
   // The slowest hop's wire: GPU-sw-cpu-xGMI-cpu-sw-GPU = 4 PCIe links of 0.25 + 0.5.
   EXPECT_DOUBLE_EQ(f.intra_latency_us, 1.5);
 }
@@ -96,8 +97,9 @@ TEST(Traffic, RingAcrossNodesLeavesEachNodeOnceThroughAllItsNics) {
   const auto ranks = all_ranks(c);
   const CommunicatorTraffic t_f(c, ranks);
   const Footprint& f = t_f.ring();
-  EXPECT_DOUBLE_EQ(total_leaving(c, f, LinkClass::kNetwork, VertexKind::kNic), 2.0);  // 2 nodes
-  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(LinkClass::kNetwork)], 1.0 / 400.0);
+  EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kNetwork, VertexKind::kNic),
+                   2.0);  // 2 nodes
+  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kNetwork)], 1.0 / 400.0);
   const std::size_t port = nvlink_port(c, 1, 3);
   EXPECT_DOUBLE_EQ(load_from(c, f, port, {VertexKind::kGpu, 1, 3}), 7.0 / 8.0);
   EXPECT_TRUE(f.crosses_network);
@@ -112,8 +114,8 @@ TEST(Traffic, RingAcrossNodesLeavesEachNodeOnceThroughAllItsNics) {
   // network() is the same node-to-node part alone.
   const CommunicatorTraffic t_n(c, ranks);
   const Footprint& n = t_n.network();
-  EXPECT_DOUBLE_EQ(total_leaving(c, n, LinkClass::kNetwork, VertexKind::kNic), 2.0);
-  EXPECT_DOUBLE_EQ(n.worst[static_cast<int>(LinkClass::kNvlink)], 0.0);
+  EXPECT_DOUBLE_EQ(total_leaving(c, n, nccl::LinkClass::kNetwork, VertexKind::kNic), 2.0);
+  EXPECT_DOUBLE_EQ(n.worst[static_cast<int>(nccl::LinkClass::kNvlink)], 0.0);
 }
 
 TEST(Traffic, SharedNicsCarryTheirGpusTogether) {
@@ -123,8 +125,8 @@ TEST(Traffic, SharedNicsCarryTheirGpusTogether) {
   const auto ranks = all_ranks(c);
   const CommunicatorTraffic t_f(c, ranks);
   const Footprint& f = t_f.network();
-  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(LinkClass::kNetwork)], 1.0 / 12.5);
-  EXPECT_DOUBLE_EQ(total_leaving(c, f, LinkClass::kNetwork, VertexKind::kNic), 2.0);
+  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kNetwork)], 1.0 / 12.5);
+  EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kNetwork, VertexKind::kNic), 2.0);
 }
 
 TEST(Traffic, TreeChainRunsUpAndDown) {
@@ -136,7 +138,7 @@ TEST(Traffic, TreeChainRunsUpAndDown) {
   const Footprint& f = t_f.chain();
   EXPECT_DOUBLE_EQ(load_from(c, f, nvlink_port(c, 0, 0), {VertexKind::kGpu, 0, 0}), 1.0);
   EXPECT_DOUBLE_EQ(load_from(c, f, nvlink_port(c, 0, 3), {VertexKind::kGpu, 0, 3}), 2.0);
-  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(LinkClass::kNvlink)], 2.0 / 450.0);
+  EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kNvlink)], 2.0 / 450.0);
 }
 
 TEST(Traffic, NvlsUsesEachPortOnceEachWay) {
@@ -161,7 +163,7 @@ TEST(Traffic, AllToAllSendsAShareToEveryRank) {
   const CommunicatorTraffic t_f(c, ranks);
   const Footprint& f = t_f.all_to_all();
   EXPECT_DOUBLE_EQ(load_from(c, f, nvlink_port(c, 0, 2), {VertexKind::kGpu, 0, 2}), 7.0 / 16.0);
-  EXPECT_DOUBLE_EQ(total_leaving(c, f, LinkClass::kNetwork, VertexKind::kNic), 16 * 0.5);
+  EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kNetwork, VertexKind::kNic), 16 * 0.5);
   double up = 0;
   for (const LinkLoad& l : f.loads) {
     const Link link = c.link(l.link);
@@ -181,9 +183,9 @@ TEST(Traffic, DescribeCommunicatorCarriesItsTraffic) {
   const CommunicatorInfo info = describe_communicator(c, ranks);
   ASSERT_NE(info.traffic, nullptr);
   // Two bridged GPUs: the ring 0 -> 1 -> 0 stays on the bridge, U each way.
-  EXPECT_DOUBLE_EQ(info.traffic->ring().worst[static_cast<int>(LinkClass::kNvlink)],
+  EXPECT_DOUBLE_EQ(info.traffic->ring().worst[static_cast<int>(nccl::LinkClass::kNvlink)],
                    1.0 / 56.25);
-  EXPECT_DOUBLE_EQ(info.traffic->ring().worst[static_cast<int>(LinkClass::kPcie)], 0.0);
+  EXPECT_DOUBLE_EQ(info.traffic->ring().worst[static_cast<int>(nccl::LinkClass::kPcie)], 0.0);
 }
 
 }  // namespace

@@ -29,9 +29,10 @@ TEST(WorkloadFields, ReadsAndWritesConfigAndShape) {
   const ComputeShape* s = w.compute_shape(*w.find_op("k"));
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(*s, (ComputeShape{1.5e12, 2560, 2, ComputeClass::kGemm}));
-  const PinnedConfig* c = w.pinned_config(*w.find_op("a"));
+  const nccl::ConfigOverride* c = w.pinned_config(*w.find_op("a"));
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(*c, (PinnedConfig{"Ring", "LL128", 4, 256, 131072}));
+  EXPECT_EQ(*c,
+            (nccl::ConfigOverride{nccl::Algorithm::kRing, nccl::Protocol::kLL128, 4, 256, 131072}));
   EXPECT_EQ(w.compute_shape(*w.find_op("a")), nullptr);
   EXPECT_EQ(w.pinned_config(*w.find_op("k")), nullptr);
   // Written back and read again: the same fields.
@@ -70,6 +71,14 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"id": "a", "kind": "allreduce", "group": "g", "bytes": 8,
                 "config": {"nchannels": 0}})",
             "'nchannels' must be in 1.."},
+        Bad{"config_unknown_algo",
+            R"({"id": "a", "kind": "allreduce", "group": "g", "bytes": 8,
+                "config": {"algo": "Rign"}})",
+            ".config.algo: unknown algorithm 'Rign' (NCCL's: Tree, Ring,"},
+        Bad{"config_unknown_proto",
+            R"({"id": "a", "kind": "allreduce", "group": "g", "bytes": 8,
+                "config": {"proto": "LL64"}})",
+            ".config.proto: unknown protocol 'LL64' (NCCL's: LL, LL128, Simple)"},
         Bad{"config_not_object",
             R"({"id": "a", "kind": "allreduce", "group": "g", "bytes": 8, "config": "Ring"})",
             "'config' must be an object"},

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -555,6 +556,41 @@ TEST_F(TunerPlugin, FinalizeSummarisesCalls) {
   finalize(ctx);
   EXPECT_EQ(count_log(NCCL_LOG_INFO, "comm 0x1234abcd: 4 calls seen, 2 steered by 1 of 2 rules"), 1)
       << dump_log();
+}
+
+// The plugin links lagom::plan, lagom::nccl and lagom::common statically; what it exports is
+// still the NCCL ABI alone (the two plugin structs), and it needs nothing beyond the C and C++
+// runtimes on a cluster's nodes.
+TEST(TunerPluginLibrary, ExportsOnlyTheAbiAndNeedsOnlyTheRuntime) {
+  auto lines_of = [](const std::string& cmd) {
+    std::vector<std::string> lines;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) {
+      ADD_FAILURE() << "cannot run " << cmd;
+      return lines;
+    }
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) {
+      lines.emplace_back(buf);
+    }
+    EXPECT_EQ(::pclose(p), 0) << cmd;
+    return lines;
+  };
+  const std::string so = test::shell_quote(LAGOM_TUNER_PLUGIN_PATH);
+  std::vector<std::string> symbols;
+  for (const std::string& line : lines_of("nm -D --defined-only " + so)) {
+    symbols.push_back(line.substr(line.rfind(' ') + 1, line.size() - line.rfind(' ') - 2));
+  }
+  std::sort(symbols.begin(), symbols.end());
+  EXPECT_EQ(symbols, (std::vector<std::string>{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5"}));
+  for (const std::string& line : lines_of("objdump -p " + so + " | grep NEEDED")) {
+    const bool runtime =
+        line.find("libstdc++") != std::string::npos || line.find("libgcc_s") != std::string::npos ||
+        line.find("libc.so") != std::string::npos || line.find("libm.so") != std::string::npos ||
+        // the sanitizer build's runtimes (make test-sanitize)
+        line.find("libasan") != std::string::npos || line.find("libubsan") != std::string::npos;
+    EXPECT_TRUE(runtime) << "the plugin needs " << line;
+  }
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 #include "cluster_impl.hpp"
 #include "lagom/common/error.hpp"
-#include "nccl_constants.hpp"
+#include "lagom/nccl/topo.hpp"
 
 namespace lagom::topologies {
 namespace {
@@ -84,7 +84,7 @@ std::vector<LocalRoute> routes_from(const Cluster::Impl& impl, std::size_t src) 
     std::reverse(r.edges.begin(), r.edges.end());
     // NCCL's path type: the worst of what the route crosses (topo.h comments).
     if (r.edges.empty()) {
-      r.type = PathType::kLoc;
+      r.type = nccl::PathType::kLoc;
       continue;
     }
     bool all_nvlink = true;
@@ -92,19 +92,19 @@ std::vector<LocalRoute> routes_from(const Cluster::Impl& impl, std::size_t src) 
     bool through_cpu = false;
     int pcie_switches = 0;
     for (std::size_t e : r.edges) {
-      all_nvlink = all_nvlink && impl.edge(e).link_class == LinkClass::kNvlink;
-      cpu_link = cpu_link || impl.edge(e).link_class == LinkClass::kCpuInterconnect;
+      all_nvlink = all_nvlink && impl.edge(e).link_class == nccl::LinkClass::kNvlink;
+      cpu_link = cpu_link || impl.edge(e).link_class == nccl::LinkClass::kCpuInterconnect;
     }
     for (std::size_t k = 1; k + 1 < r.vertices.size(); ++k) {
       const VertexKind kind = impl.graph[r.vertices[k]].endpoint.kind;
       through_cpu = through_cpu || kind == VertexKind::kCpu;
       pcie_switches += kind == VertexKind::kPcieSwitch ? 1 : 0;
     }
-    r.type = all_nvlink          ? PathType::kNvl
-             : cpu_link          ? PathType::kSys
-             : through_cpu       ? PathType::kPhb
-             : pcie_switches > 1 ? PathType::kPxb
-                                 : PathType::kPix;
+    r.type = all_nvlink          ? nccl::PathType::kNvl
+             : cpu_link          ? nccl::PathType::kSys
+             : through_cpu       ? nccl::PathType::kPhb
+             : pcie_switches > 1 ? nccl::PathType::kPxb
+                                 : nccl::PathType::kPix;
   }
   return out;
 }
@@ -159,8 +159,8 @@ Cluster::Cluster(ClusterSpec spec) {
   const int cc = s.compute_capability;
   const double pcie_nccl = nccl::pcie_bw(s.pcie.generation, s.pcie.lanes);
 
-  const auto add_link = [&](std::size_t a, std::size_t b, LinkClass cls, double bw, double lat,
-                            int count, double nccl_bw) {
+  const auto add_link = [&](std::size_t a, std::size_t b, nccl::LinkClass cls, double bw,
+                            double lat, int count, double nccl_bw) {
     EdgeProps p{m.edges.size(), cls, bw, lat, count, nccl_bw};
     m.edges.push_back(boost::add_edge(a, b, p, g).first);
   };
@@ -201,19 +201,20 @@ Cluster::Cluster(ClusterSpec spec) {
       const double nccl_bw = nv.links_per_gpu * nccl::nvlink_bw(cc);
       if (s.intra_node.kind == IntraNodeKind::kNvSwitch) {
         for (int i = 0; i < gpn; ++i) {
-          add_link(base + static_cast<std::size_t>(i), nvswitch, LinkClass::kNvlink, bw,
+          add_link(base + static_cast<std::size_t>(i), nvswitch, nccl::LinkClass::kNvlink, bw,
                    nv.latency_us, nv.links_per_gpu, nccl_bw);
         }
       } else {
         for (const auto& [x, y] : s.intra_node.pairs) {
           add_link(base + static_cast<std::size_t>(x), base + static_cast<std::size_t>(y),
-                   LinkClass::kNvlink, bw, nv.latency_us, nv.links_per_gpu, nccl_bw);
+                   nccl::LinkClass::kNvlink, bw, nv.latency_us, nv.links_per_gpu, nccl_bw);
         }
       }
     }
     // PCIe tree: switch uplinks, then GPUs, then NICs.
     const auto pcie = [&](std::size_t a, std::size_t b) {
-      add_link(a, b, LinkClass::kPcie, s.pcie.link_bandwidth_GBps, s.pcie.latency_us, 1, pcie_nccl);
+      add_link(a, b, nccl::LinkClass::kPcie, s.pcie.link_bandwidth_GBps, s.pcie.latency_us, 1,
+               pcie_nccl);
     };
     for (const PcieSwitchSpec& sw : s.pcie.switches) {
       pcie(by_id.at(sw.id), by_id.at(sw.upstream));
@@ -225,7 +226,7 @@ Cluster::Cluster(ClusterSpec spec) {
     for (int i = 0; i < nics; ++i) {
       // An entry of `count` NICs: one PCIe link each, bundled.
       const NicSpec& nic = s.network.nics[static_cast<std::size_t>(i)];
-      add_link(nic_v[static_cast<std::size_t>(i)], by_id.at(nic.attach), LinkClass::kPcie,
+      add_link(nic_v[static_cast<std::size_t>(i)], by_id.at(nic.attach), nccl::LinkClass::kPcie,
                nic.count * s.pcie.link_bandwidth_GBps, s.pcie.latency_us, nic.count,
                nic.count * pcie_nccl);
     }
@@ -233,7 +234,7 @@ Cluster::Cluster(ClusterSpec spec) {
     for (int a = 0; a < s.cpu.sockets; ++a) {
       for (int b = a + 1; b < s.cpu.sockets; ++b) {
         add_link(by_id.at(fmt::format("cpu{}", a)), by_id.at(fmt::format("cpu{}", b)),
-                 LinkClass::kCpuInterconnect, s.cpu.interconnect_bandwidth_GBps,
+                 nccl::LinkClass::kCpuInterconnect, s.cpu.interconnect_bandwidth_GBps,
                  s.cpu.interconnect_latency_us, 1, s.cpu.interconnect_bandwidth_GBps);
       }
     }
@@ -269,7 +270,7 @@ Cluster::Cluster(ClusterSpec spec) {
         const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
                               m.nic_vertex[static_cast<std::size_t>(i)];
         const int count = s.network.nics[static_cast<std::size_t>(i)].count;
-        add_link(v, rail ? leaf[static_cast<std::size_t>(i)] : spine, LinkClass::kNetwork,
+        add_link(v, rail ? leaf[static_cast<std::size_t>(i)] : spine, nccl::LinkClass::kNetwork,
                  s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(i)),
                  s.network.fabric.latency_us, count,
                  nccl::net_bw(count * s.network.nic_speed_Gbps));
@@ -281,7 +282,7 @@ Cluster::Cluster(ClusterSpec spec) {
       for (int r = 0; r < nics; ++r) {
         const double up = s.nodes * s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(r)) /
                           s.network.fabric.oversubscription;
-        add_link(leaf[static_cast<std::size_t>(r)], spine, LinkClass::kNetwork, up,
+        add_link(leaf[static_cast<std::size_t>(r)], spine, nccl::LinkClass::kNetwork, up,
                  s.network.fabric.latency_us, s.nodes, up);
       }
     }
@@ -386,7 +387,7 @@ Path Cluster::path(int a, int b) const {
     for (std::size_t e : back.edges) {
       links.push_back(eb + e);
     }
-    p.type = PathType::kNet;
+    p.type = nccl::PathType::kNet;
   }
   for (std::size_t k = 0; k < links.size(); ++k) {
     const EdgeProps& e = m.edge(links[k]);
@@ -446,48 +447,6 @@ std::string Cluster::name_of(const Endpoint& e) const {
 
 Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes) {
   return Cluster(load_cluster_spec(name_or_path, nodes));
-}
-
-std::string_view to_string(PathType type) {
-  switch (type) {
-    case PathType::kLoc:
-      return "LOC";
-    case PathType::kNvl:
-      return "NVL";
-    case PathType::kNvb:
-      return "NVB";
-    case PathType::kC2c:
-      return "C2C";
-    case PathType::kPix:
-      return "PIX";
-    case PathType::kPxb:
-      return "PXB";
-    case PathType::kP2c:
-      return "P2C";
-    case PathType::kPxn:
-      return "PXN";
-    case PathType::kPhb:
-      return "PHB";
-    case PathType::kSys:
-      return "SYS";
-    case PathType::kNet:
-      return "NET";
-  }
-  return "?";
-}
-
-std::string_view to_string(LinkClass cls) {
-  switch (cls) {
-    case LinkClass::kNvlink:
-      return "nvlink";
-    case LinkClass::kPcie:
-      return "pcie";
-    case LinkClass::kCpuInterconnect:
-      return "cpu-interconnect";
-    case LinkClass::kNetwork:
-      return "network";
-  }
-  return "?";
 }
 
 std::string_view to_string(VertexKind kind) {

@@ -17,7 +17,7 @@ struct VertexProps {
 
 struct EdgeProps {
   std::size_t id = 0;
-  LinkClass link_class = LinkClass::kPcie;
+  nccl::LinkClass link_class = nccl::LinkClass::kPcie;
   double bandwidth_GBps = 0;  // physical, per direction
   double latency_us = 0;
   int count = 1;
@@ -32,7 +32,7 @@ using Graph =
 struct LocalRoute {
   std::vector<std::size_t> vertices;  // from source to destination, both included
   std::vector<std::size_t> edges;     // edges[k] joins vertices[k] and vertices[k + 1]
-  PathType type = PathType::kLoc;
+  nccl::PathType type = nccl::PathType::kLoc;
   double bottleneck_GBps = 0;  // +infinity when empty
   bool reachable = false;
 };

@@ -187,9 +187,10 @@ CpuSpec parse_cpu(const Ctx& ctx, const json& v) {
                  "interconnect_latency_us", "sources"});
   CpuSpec c;
   c.sockets = int_field(ctx, v, "sockets", 1, 64);
-  c.vendor = enum_field<CpuVendor>(
-      ctx, v, "vendor",
-      {{"intel", CpuVendor::kIntel}, {"amd", CpuVendor::kAmd}, {"other", CpuVendor::kOther}});
+  c.vendor = enum_field<nccl::CpuVendor>(ctx, v, "vendor",
+                                         {{"intel", nccl::CpuVendor::kIntel},
+                                          {"amd", nccl::CpuVendor::kAmd},
+                                          {"other", nccl::CpuVendor::kOther}});
   c.model = string_field(ctx, v, "model");
   c.interconnect = string_field(ctx, v, "interconnect");
   c.interconnect_bandwidth_GBps = number_field(ctx, v, "interconnect_bandwidth_GBps", 0,

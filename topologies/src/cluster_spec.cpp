@@ -427,16 +427,4 @@ std::string_view to_string(FabricKind kind) {
   return kind == FabricKind::kRailOptimized ? "rail-optimized" : "single-switch";
 }
 
-std::string_view to_string(CpuVendor vendor) {
-  switch (vendor) {
-    case CpuVendor::kIntel:
-      return "intel";
-    case CpuVendor::kAmd:
-      return "amd";
-    case CpuVendor::kOther:
-      return "other";
-  }
-  return "?";
-}
-
 }  // namespace lagom::topologies

@@ -12,7 +12,7 @@
 
 #include "cluster_impl.hpp"
 #include "lagom/common/error.hpp"
-#include "nccl_constants.hpp"
+#include "lagom/nccl/topo.hpp"
 
 namespace lagom::topologies {
 namespace {
@@ -30,7 +30,7 @@ void add_route(const Impl& m, const LocalRoute& r, double weight, double pcie_we
                Loads& loads) {
   for (std::size_t k = 0; k < r.edges.size(); ++k) {
     const int dir = r.vertices[k] < r.vertices[k + 1] ? 0 : 1;
-    const bool pcie = m.edge(r.edges[k]).link_class == LinkClass::kPcie;
+    const bool pcie = m.edge(r.edges[k]).link_class == nccl::LinkClass::kPcie;
     loads[{r.edges[k], dir}] += pcie ? pcie_weight : weight;
   }
 }
@@ -54,11 +54,11 @@ Loads ring_loads(const Impl& m, const std::vector<int>& locals, bool closed, boo
   if (k < 2) {
     return loads;
   }
-  const bool intel = m.spec.cpu.vendor == CpuVendor::kIntel;
+  const bool intel = m.spec.cpu.vendor == nccl::CpuVendor::kIntel;
   for (std::size_t i = 0; i + (closed ? 0 : 1) < k; ++i) {
     const LocalRoute& r = gpu_route(m, locals[i], locals[(i + 1) % k]);
     const double pcie_weight =
-        nccl_units && intel && r.type == PathType::kPhb ? nccl::kIntelP2pOverhead : 1.0;
+        nccl_units && intel && r.type == nccl::PathType::kPhb ? nccl::kIntelP2pOverhead : 1.0;
     add_route(m, r, 1.0, pcie_weight, loads);
   }
   return loads;
@@ -66,9 +66,9 @@ Loads ring_loads(const Impl& m, const std::vector<int>& locals, bool closed, boo
 
 struct Limit {
   double bw_GBps = kInf;
-  std::optional<LinkClass> cls;
+  std::optional<nccl::LinkClass> cls;
 
-  void take(double bw, LinkClass c) {
+  void take(double bw, nccl::LinkClass c) {
     if (bw < bw_GBps) {
       bw_GBps = bw;
       cls = c;
@@ -91,8 +91,8 @@ Limit rate(const Impl& m, const Loads& loads) {
   return l;
 }
 
-std::set<LinkClass> classes(const Impl& m, const Loads& loads) {
-  std::set<LinkClass> out;
+std::set<nccl::LinkClass> classes(const Impl& m, const Loads& loads) {
+  std::set<nccl::LinkClass> out;
   for (const auto& [key, load] : loads) {
     out.insert(m.edge(key.first).link_class);
   }
@@ -109,14 +109,14 @@ double nccl_route_bw(const Impl& m, const LocalRoute& r) {
 
 // Everything we derive for one node's set of communicator GPUs.
 struct NodeResult {
-  PathType intra_type = PathType::kLoc;
+  nccl::PathType intra_type = nccl::PathType::kLoc;
   Limit ring_intra;
   Limit chain_intra;
-  std::set<LinkClass> intra_classes;
+  std::set<nccl::LinkClass> intra_classes;
   Limit inter_per_gpu;  // per GPU, worst NIC
   Limit nic_sum;        // all NICs of the node that serve communicator GPUs, together
-  std::set<LinkClass> nic_classes;
-  PathType nic_type = PathType::kLoc;
+  std::set<nccl::LinkClass> nic_classes;
+  nccl::PathType nic_type = nccl::PathType::kLoc;
   Limit nvls_intra;
   NcclSearchEstimate nccl;
 };
@@ -131,7 +131,7 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
   for (std::size_t i = 0; k >= 2 && i < k; ++i) {
     est.type_intra = std::max(est.type_intra, gpu_route(m, locals[i], locals[(i + 1) % k]).type);
   }
-  est.type_inter = PathType::kPix;  // NCCL's minTypeInter when there is no NET
+  est.type_inter = nccl::PathType::kPix;  // NCCL's minTypeInter when there is no NET
 
   // maxBw and totalBw (search.cc ncclTopoSearchInit).
   double max_bw = 0;
@@ -142,9 +142,9 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
     const std::size_t v = m.gpu_vertex[static_cast<std::size_t>(g)];
     for (auto [it, end] = boost::out_edges(v, m.graph); it != end; ++it) {
       const auto& e = m.graph[*it];
-      if (e.link_class == LinkClass::kNvlink) {
+      if (e.link_class == nccl::LinkClass::kNvlink) {
         nvl += e.nccl_bw_GBps;
-      } else if (e.link_class == LinkClass::kPcie) {
+      } else if (e.link_class == nccl::LinkClass::kPcie) {
         pci = e.nccl_bw_GBps;
       }
     }
@@ -154,7 +154,8 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
   // NICs a channel can enter and leave by, and how much each carries per channel speed.
   std::vector<double> nic_cap;
   if (multi_node) {
-    std::vector<std::pair<PathType, double>> best(s.network.nics.size(), {PathType::kNet, 0.0});
+    std::vector<std::pair<nccl::PathType, double>> best(s.network.nics.size(),
+                                                        {nccl::PathType::kNet, 0.0});
     for (std::size_t n = 0; n < s.network.nics.size(); ++n) {
       // An entry of `count` NICs is one NCCL device of count x the speed (NicSpec).
       const double net = nccl::net_bw(s.network.nics[n].count * s.network.nic_speed_Gbps);
@@ -167,13 +168,13 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
         }
       }
     }
-    PathType limit = PathType::kPxb;  // NCCL's default GPU Direct RDMA level
-    PathType closest = PathType::kNet;
+    nccl::PathType limit = nccl::PathType::kPxb;  // NCCL's default GPU Direct RDMA level
+    nccl::PathType closest = nccl::PathType::kNet;
     for (const auto& [t, bw] : best) {
       closest = std::min(closest, t);
     }
     limit = std::max(limit, closest);
-    est.type_inter = PathType::kLoc;
+    est.type_inter = nccl::PathType::kLoc;
     for (const auto& [t, bw] : best) {
       if (t <= limit) {
         nic_cap.push_back(bw);
@@ -247,7 +248,7 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
   }
   if (best_ch == 0) {
     // "Could not find a path for pattern 4, falling back to simple order".
-    est.type_intra = est.type_inter = PathType::kSys;
+    est.type_intra = est.type_inter = nccl::PathType::kSys;
     est.bw_intra_GBps = est.bw_inter_GBps = 0.1;
     est.channels = 1;
     return est;
@@ -299,7 +300,8 @@ NodeResult describe_node(const Impl& m, const std::vector<int>& locals, bool mul
       r.nic_type = std::max(r.nic_type, route.type);
       auto& [lim, served] = nics[n];
       if (!lim.cls) {
-        lim.take(s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(n)), LinkClass::kNetwork);
+        lim.take(s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(n)),
+                 nccl::LinkClass::kNetwork);
       }
       for (std::size_t e : route.edges) {
         lim.take(m.edge(e).bandwidth_GBps, m.edge(e).link_class);
@@ -307,14 +309,14 @@ NodeResult describe_node(const Impl& m, const std::vector<int>& locals, bool mul
       }
       ++served;
     }
-    r.nic_classes.insert(LinkClass::kNetwork);
+    r.nic_classes.insert(nccl::LinkClass::kNetwork);
     double sum = 0;
-    std::optional<LinkClass> sum_cls;
+    std::optional<nccl::LinkClass> sum_cls;
     for (const auto& [n, entry] : nics) {
       const auto& [lim, served] = entry;
       r.inter_per_gpu.take(lim.bw_GBps / served, *lim.cls);
       sum += lim.bw_GBps;
-      if (!sum_cls || *lim.cls != LinkClass::kNetwork) {
+      if (!sum_cls || *lim.cls != nccl::LinkClass::kNetwork) {
         sum_cls = lim.cls;
       }
     }
@@ -325,8 +327,8 @@ NodeResult describe_node(const Impl& m, const std::vector<int>& locals, bool mul
     for (int g : locals) {
       const std::size_t v = m.gpu_vertex[static_cast<std::size_t>(g)];
       for (auto [it, end] = boost::out_edges(v, m.graph); it != end; ++it) {
-        if (m.graph[*it].link_class == LinkClass::kNvlink) {
-          r.nvls_intra.take(m.graph[*it].bandwidth_GBps, LinkClass::kNvlink);
+        if (m.graph[*it].link_class == nccl::LinkClass::kNvlink) {
+          r.nvls_intra.take(m.graph[*it].bandwidth_GBps, nccl::LinkClass::kNvlink);
         }
       }
     }
@@ -335,7 +337,7 @@ NodeResult describe_node(const Impl& m, const std::vector<int>& locals, bool mul
   return r;
 }
 
-AlgorithmPaths finish(bool available, const std::set<LinkClass>& cls, const Limit& limit) {
+AlgorithmPaths finish(bool available, const std::set<nccl::LinkClass>& cls, const Limit& limit) {
   AlgorithmPaths a;
   a.available = available;
   if (!available) {
@@ -395,8 +397,8 @@ CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const i
   Limit nvls;
   Limit intra;
   Limit inter;
-  std::set<LinkClass> ring_classes;
-  std::set<LinkClass> nvls_classes{LinkClass::kNvlink};
+  std::set<nccl::LinkClass> ring_classes;
+  std::set<nccl::LinkClass> nvls_classes{nccl::LinkClass::kNvlink};
   bool first = true;
   for (const auto& [locals, r] : cache) {
     info.intra_path_type = std::max(info.intra_path_type, r.intra_type);

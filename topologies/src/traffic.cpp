@@ -38,7 +38,7 @@ void add_path(const Impl& m, const Path& p, double per_byte, Accumulator& acc) {
     const Endpoint& a = m.graph[boost::source(e, m.graph)].endpoint;
     acc.add(h.link_id, a == h.from ? 0 : 1, per_byte);
   }
-  if (p.type == PathType::kNet) {
+  if (p.type == nccl::PathType::kNet) {
     acc.network = true;
     acc.net_latency_us = std::max(acc.net_latency_us, p.latency_us);
   } else if (!p.hops.empty()) {
@@ -195,7 +195,7 @@ Footprint CommunicatorTraffic::build(Which w) const {
           for (auto [it, end] = boost::out_edges(v, m.graph); it != end; ++it) {
             const internal::EdgeProps& e = m.graph[*it];
             const Endpoint& other = m.graph[boost::target(*it, m.graph)].endpoint;
-            if (e.link_class != LinkClass::kNvlink || other.kind != VertexKind::kNvSwitch) {
+            if (e.link_class != nccl::LinkClass::kNvlink || other.kind != VertexKind::kNvSwitch) {
               continue;
             }
             const int up = direction(m, e.id, v);
@@ -230,8 +230,8 @@ Footprint CommunicatorTraffic::build(Which w) const {
       // crosses the spine.
       const std::size_t nics = cluster_.spec().network.nics.size();
       const bool rail = cluster_.spec().network.fabric.kind == FabricKind::kRailOptimized;
-      std::vector<double> on_rail(nics, 0.0);                         // members per rail
-      std::vector<std::vector<double>> node_rail(nodes, on_rail);     // per node per rail
+      std::vector<double> on_rail(nics, 0.0);                      // members per rail
+      std::vector<std::vector<double>> node_rail(nodes, on_rail);  // per node per rail
       for (std::size_t t = 0; t < nodes; ++t) {
         for (int g : by_node_[t].second) {
           const int r = cluster_.nic_of(g);
@@ -250,8 +250,8 @@ Footprint CommunicatorTraffic::build(Which w) const {
           add_local_route(m, node, m.route(gv, nv), remote, acc);
           add_local_route(m, node, m.route(nv, gv), remote, acc);
           const std::size_t nic_link = m.nic_link_base + static_cast<std::size_t>(node) * nics + ru;
-          const int out = direction(m, nic_link, static_cast<std::size_t>(node) *
-                                                     m.vertices_per_node + nv);
+          const int out =
+              direction(m, nic_link, static_cast<std::size_t>(node) * m.vertices_per_node + nv);
           acc.add(nic_link, out, remote);
           acc.add(nic_link, 1 - out, remote);
           if (rail) {

@@ -597,7 +597,7 @@ class RankReader {
     std::string_view default_stream = kComputeStream;
     OpSpec s;
     std::optional<ComputeShape> compute_shape;
-    std::optional<PinnedConfig> config;
+    std::optional<nccl::ConfigOverride> config;
     switch (node.type()) {
       case pb::METADATA_NODE:
         return n;
@@ -698,14 +698,22 @@ class RankReader {
       s.duration_ns = static_cast<std::int64_t>(node.duration_micros()) * 1000;
     }
     if (is_comm(s.kind)) {
-      PinnedConfig c;
+      nccl::ConfigOverride c;
       bool any = false;
       if (auto v = a.text(kAlgo)) {
-        c.algo = *v;
+        try {
+          c.algo = nccl::algorithm_named(*v);
+        } catch (const Error& e) {
+          throw Error(fmt::format("{}: {}: {}", a.where(), kAlgo, e.what()));
+        }
         any = true;
       }
       if (auto v = a.text(kProto)) {
-        c.proto = *v;
+        try {
+          c.proto = nccl::protocol_named(*v);
+        } catch (const Error& e) {
+          throw Error(fmt::format("{}: {}: {}", a.where(), kProto, e.what()));
+        }
         any = true;
       }
       if (auto v = a.integer(kNchannels, 1, 1024)) {
@@ -925,12 +933,12 @@ pb::Node make_node(const Workload& w, OpId op, std::int32_t tag) {
       }
       break;
   }
-  if (const PinnedConfig* c = w.pinned_config(op)) {
-    if (!c->algo.empty()) {
-      add_attr(attrs, kAlgo).set_string_val(c->algo);
+  if (const nccl::ConfigOverride* c = w.pinned_config(op)) {
+    if (c->algo) {
+      add_attr(attrs, kAlgo).set_string_val(std::string(to_string(*c->algo)));
     }
-    if (!c->proto.empty()) {
-      add_attr(attrs, kProto).set_string_val(c->proto);
+    if (c->proto) {
+      add_attr(attrs, kProto).set_string_val(std::string(to_string(*c->proto)));
     }
     if (c->nchannels > 0) {
       add_attr(attrs, kNchannels).set_int32_val(c->nchannels);

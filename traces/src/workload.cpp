@@ -45,6 +45,31 @@ std::optional<ComputeClass> parse_compute_class(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<nccl::CollKind> coll_kind_of(OpKind kind) {
+  using nccl::CollKind;
+  switch (kind) {
+    case OpKind::kAllReduce:
+      return CollKind::kAllReduce;
+    case OpKind::kAllGather:
+      return CollKind::kAllGather;
+    case OpKind::kReduceScatter:
+      return CollKind::kReduceScatter;
+    case OpKind::kBroadcast:
+      return CollKind::kBroadcast;
+    case OpKind::kReduce:
+      return CollKind::kReduce;
+    case OpKind::kAllToAll:
+      return CollKind::kAllToAll;
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      return CollKind::kSendRecv;
+    case OpKind::kCompute:
+    case OpKind::kMemcpy:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::string_view article(std::string_view word) {
   return !word.empty() && std::string_view("aeiou").find(word.front()) != std::string_view::npos
              ? "an"
@@ -86,7 +111,7 @@ std::optional<OpId> Workload::find_op(std::string_view name) const {
   return std::nullopt;
 }
 
-const PinnedConfig* Workload::pinned_config(OpId op) const {
+const nccl::ConfigOverride* Workload::pinned_config(OpId op) const {
   auto it = std::lower_bound(pinned_.begin(), pinned_.end(), op,
                              [](const auto& e, OpId o) { return e.first < o; });
   return it != pinned_.end() && it->first == op ? &it->second : nullptr;
@@ -213,7 +238,7 @@ void WorkloadBuilder::add_dep(OpId op, OpId must_finish_first) {
   deps_.emplace_back(op, must_finish_first);
 }
 
-void WorkloadBuilder::pin_config(OpId op, PinnedConfig config) {
+void WorkloadBuilder::pin_config(OpId op, nccl::ConfigOverride config) {
   pinned_.emplace_back(op, std::move(config));
 }
 
@@ -315,8 +340,8 @@ Workload WorkloadBuilder::build(std::string_view where) && {
           on.push_back(r);
         }
       }
-      throw Error(fmt::format("{}ranks {} would all run on GPU {}", pre, fmt::join(on, " and "),
-                              *dup));
+      throw Error(
+          fmt::format("{}ranks {} would all run on GPU {}", pre, fmt::join(on, " and "), *dup));
     }
   }
 

@@ -341,12 +341,20 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           }
           Ctx cctx{source, octx.path + ".config"};
           check_known_fields(cctx, *it, {"algo", "proto", "nchannels", "nthreads", "chunk_bytes"});
-          PinnedConfig cfg;
+          nccl::ConfigOverride cfg;
           if (auto a = it->find("algo"); a != it->end()) {
-            cfg.algo = get_string(cctx, *a, "algo");
+            try {
+              cfg.algo = nccl::algorithm_named(get_string(cctx, *a, "algo"));
+            } catch (const Error& e) {
+              Ctx{source, cctx.path + ".algo"}.fail(e.what());
+            }
           }
           if (auto p = it->find("proto"); p != it->end()) {
-            cfg.proto = get_string(cctx, *p, "proto");
+            try {
+              cfg.proto = nccl::protocol_named(get_string(cctx, *p, "proto"));
+            } catch (const Error& e) {
+              Ctx{source, cctx.path + ".proto"}.fail(e.what());
+            }
           }
           auto positive_int = [&](const char* key, std::int64_t max) -> std::int64_t {
             auto f = it->find(key);
@@ -453,15 +461,15 @@ void write_workload_json(const Workload& w, std::ostream& out) {
             out << ", \"class\": \"" << to_string(sh->cls) << '"';
           }
         }
-        if (const PinnedConfig* c = w.pinned_config(op)) {
+        if (const nccl::ConfigOverride* c = w.pinned_config(op)) {
           out << ", \"config\": {";
           const char* sep = "";
-          if (!c->algo.empty()) {
-            out << "\"algo\": " << q(c->algo);
+          if (c->algo) {
+            out << "\"algo\": " << q(to_string(*c->algo));
             sep = ", ";
           }
-          if (!c->proto.empty()) {
-            out << sep << "\"proto\": " << q(c->proto);
+          if (c->proto) {
+            out << sep << "\"proto\": " << q(to_string(*c->proto));
             sep = ", ";
           }
           if (c->nchannels > 0) {

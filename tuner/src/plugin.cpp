@@ -25,32 +25,32 @@
 #include <vector>
 
 #include "lagom/common/error.hpp"
+#include "lagom/nccl/comm_config.hpp"
 #include "lagom/search/plan.hpp"
-#include "lagom/sim/comm_config.hpp"
 #include "lagom/tuner/nccl_tuner_abi.h"
 
 namespace lagom::tuner {
 namespace {
 
 // Our enums are in NCCL's index order (sim/comm_config.hpp); the plugin relies on it.
-static_assert(sim::index_of(sim::Algorithm::kTree) == NCCL_ALGO_TREE);
-static_assert(sim::index_of(sim::Algorithm::kRing) == NCCL_ALGO_RING);
-static_assert(sim::index_of(sim::Algorithm::kCollNetDirect) == NCCL_ALGO_COLLNET_DIRECT);
-static_assert(sim::index_of(sim::Algorithm::kCollNetChain) == NCCL_ALGO_COLLNET_CHAIN);
-static_assert(sim::index_of(sim::Algorithm::kNvls) == NCCL_ALGO_NVLS);
-static_assert(sim::index_of(sim::Algorithm::kNvlsTree) == NCCL_ALGO_NVLS_TREE);
-static_assert(sim::index_of(sim::Algorithm::kPat) == NCCL_ALGO_PAT);
-static_assert(sim::kAlgorithmCount == NCCL_NUM_ALGORITHMS);
-static_assert(sim::index_of(sim::Protocol::kLL) == NCCL_PROTO_LL);
-static_assert(sim::index_of(sim::Protocol::kLL128) == NCCL_PROTO_LL128);
-static_assert(sim::index_of(sim::Protocol::kSimple) == NCCL_PROTO_SIMPLE);
-static_assert(sim::kProtocolCount == NCCL_NUM_PROTOCOLS);
-static_assert(sim::index_of(sim::CollKind::kBroadcast) == ncclFuncBroadcast);
-static_assert(sim::index_of(sim::CollKind::kReduce) == ncclFuncReduce);
-static_assert(sim::index_of(sim::CollKind::kAllGather) == ncclFuncAllGather);
-static_assert(sim::index_of(sim::CollKind::kReduceScatter) == ncclFuncReduceScatter);
-static_assert(sim::index_of(sim::CollKind::kAllReduce) == ncclFuncAllReduce);
-static_assert(sim::kTunedCollCount == NCCL_NUM_FUNCTIONS);
+static_assert(nccl::index_of(nccl::Algorithm::kTree) == NCCL_ALGO_TREE);
+static_assert(nccl::index_of(nccl::Algorithm::kRing) == NCCL_ALGO_RING);
+static_assert(nccl::index_of(nccl::Algorithm::kCollNetDirect) == NCCL_ALGO_COLLNET_DIRECT);
+static_assert(nccl::index_of(nccl::Algorithm::kCollNetChain) == NCCL_ALGO_COLLNET_CHAIN);
+static_assert(nccl::index_of(nccl::Algorithm::kNvls) == NCCL_ALGO_NVLS);
+static_assert(nccl::index_of(nccl::Algorithm::kNvlsTree) == NCCL_ALGO_NVLS_TREE);
+static_assert(nccl::index_of(nccl::Algorithm::kPat) == NCCL_ALGO_PAT);
+static_assert(nccl::kAlgorithmCount == NCCL_NUM_ALGORITHMS);
+static_assert(nccl::index_of(nccl::Protocol::kLL) == NCCL_PROTO_LL);
+static_assert(nccl::index_of(nccl::Protocol::kLL128) == NCCL_PROTO_LL128);
+static_assert(nccl::index_of(nccl::Protocol::kSimple) == NCCL_PROTO_SIMPLE);
+static_assert(nccl::kProtocolCount == NCCL_NUM_PROTOCOLS);
+static_assert(nccl::index_of(nccl::CollKind::kBroadcast) == ncclFuncBroadcast);
+static_assert(nccl::index_of(nccl::CollKind::kReduce) == ncclFuncReduce);
+static_assert(nccl::index_of(nccl::CollKind::kAllGather) == ncclFuncAllGather);
+static_assert(nccl::index_of(nccl::CollKind::kReduceScatter) == ncclFuncReduceScatter);
+static_assert(nccl::index_of(nccl::CollKind::kAllReduce) == ncclFuncAllReduce);
+static_assert(nccl::kTunedCollCount == NCCL_NUM_FUNCTIONS);
 
 constexpr const char* kPlanEnv = "LAGOM_TUNER_PLAN";
 constexpr const char* kNcclConfigEnv = "NCCL_TUNER_CONFIG_FILE";  // the example plugin's variable
@@ -118,13 +118,13 @@ std::string rule_name(const search::PlanRule& r, std::size_t index) {
   auto count = [](int n) {
     return n == search::kAnyCount ? std::string("any") : std::to_string(n);
   };
-  return fmt::format("rule {} ({} {}..{} B, nnodes {}, nranks {})", index, sim::to_string(r.coll),
+  return fmt::format("rule {} ({} {}..{} B, nnodes {}, nranks {})", index, nccl::to_string(r.coll),
                      r.min_bytes, r.max_bytes, count(r.nnodes), count(r.nranks));
 }
 
 std::string choice_name(const search::PlanRule& r) {
-  return fmt::format("{}/{}", r.algo ? sim::to_string(*r.algo) : std::string_view("*"),
-                     r.proto ? sim::to_string(*r.proto) : std::string_view("*"));
+  return fmt::format("{}/{}", r.algo ? nccl::to_string(*r.algo) : std::string_view("*"),
+                     r.proto ? nccl::to_string(*r.proto) : std::string_view("*"));
 }
 
 // Where the plan comes from: LAGOM_TUNER_PLAN, else NCCL_TUNER_CONFIG_FILE when it names a JSON
@@ -158,7 +158,7 @@ void load_plan(Context& ctx) {
   int alltoall = 0;
   int per_process = 0;
   for (const search::PlanRule& r : plan.rules) {
-    if (!sim::is_tuned(r.coll)) {
+    if (!nccl::is_tuned(r.coll)) {
       ++alltoall;
       continue;
     }
@@ -240,12 +240,12 @@ int chosen_entry(const search::PlanRule& r, const float* table, int num_algo, in
   int best = -1;
   // Only the algorithms and protocols we know by name: a newer NCCL's extra table entries are
   // left to NCCL (and are never indexed into our names).
-  for (int a = 0; a < std::min(num_algo, sim::kAlgorithmCount); ++a) {
-    if (r.algo && sim::index_of(*r.algo) != a) {
+  for (int a = 0; a < std::min(num_algo, nccl::kAlgorithmCount); ++a) {
+    if (r.algo && nccl::index_of(*r.algo) != a) {
       continue;
     }
-    for (int p = 0; p < std::min(num_proto, sim::kProtocolCount); ++p) {
-      if (r.proto && sim::index_of(*r.proto) != p) {
+    for (int p = 0; p < std::min(num_proto, nccl::kProtocolCount); ++p) {
+      if (r.proto && nccl::index_of(*r.proto) != p) {
         continue;
       }
       const int i = a * num_proto + p;
@@ -263,13 +263,13 @@ int chosen_entry(const search::PlanRule& r, const float* table, int num_algo, in
 void get_coll_info(Context& ctx, int coll, std::size_t nbytes, float** cost_table, int num_algo,
                    int num_proto, int* nchannels) {
   ++ctx.calls_seen;
-  if (!ctx.plan || coll < 0 || coll >= sim::kTunedCollCount) {
+  if (!ctx.plan || coll < 0 || coll >= nccl::kTunedCollCount) {
     return;
   }
   const auto bytes =
       static_cast<std::int64_t>(std::min<std::size_t>(nbytes, static_cast<std::size_t>(INT64_MAX)));
   const search::PlanRule* rule =
-      ctx.plan->find(static_cast<sim::CollKind>(coll), bytes, ctx.nnodes, ctx.nranks);
+      ctx.plan->find(static_cast<nccl::CollKind>(coll), bytes, ctx.nnodes, ctx.nranks);
   if (rule == nullptr) {
     return;  // NCCL's own choice, channels included
   }
@@ -294,7 +294,7 @@ void get_coll_info(Context& ctx, int coll, std::size_t nbytes, float** cost_tabl
         ctx.log.warn(fmt::format(
             "{} wants {}, which NCCL marks ineligible for {} {} B on this communicator; the "
             "rule is not applied (NCCL's own choice), logged once",
-            rule_name(*rule, index), choice_name(*rule), sim::to_string(rule->coll), nbytes));
+            rule_name(*rule, index), choice_name(*rule), nccl::to_string(rule->coll), nbytes));
       }
       return;
     }
@@ -313,12 +313,12 @@ void get_coll_info(Context& ctx, int coll, std::size_t nbytes, float** cost_tabl
   if (state.applied++ == 0) {
     const std::string what =
         entry >= 0
-            ? fmt::format("{}/{}", sim::to_string(static_cast<sim::Algorithm>(entry / num_proto)),
-                          sim::to_string(static_cast<sim::Protocol>(entry % num_proto)))
+            ? fmt::format("{}/{}", nccl::to_string(static_cast<nccl::Algorithm>(entry / num_proto)),
+                          nccl::to_string(static_cast<nccl::Protocol>(entry % num_proto)))
             : std::string("NCCL's algorithm/protocol");
     ctx.log.info(NCCL_TUNING,
                  fmt::format("{} first applied to {} {} B: {}, {}", rule_name(*rule, index),
-                             sim::to_string(rule->coll), nbytes, what,
+                             nccl::to_string(rule->coll), nbytes, what,
                              rule->nchannels > 0 ? fmt::format("{} channels", rule->nchannels)
                                                  : std::string("NCCL's channels")));
   }

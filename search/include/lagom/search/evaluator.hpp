@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/search/space.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/topologies/cluster.hpp"
@@ -24,13 +24,13 @@
 namespace lagom::search {
 
 struct CollClass {
-  sim::CollKind coll = sim::CollKind::kAllReduce;
+  nccl::CollKind coll = nccl::CollKind::kAllReduce;
   std::int64_t bytes = 0;
   int nnodes = 0;
   int nranks = 0;
   int calls = 0;                       // communication instances of the step in this class
   std::vector<traces::OpId> examples;  // one member op per instance
-  sim::CommConfig nccl;                // NCCL's own choice (of the first instance's communicator)
+  nccl::CommConfig nccl;               // NCCL's own choice (of the first instance's communicator)
   std::vector<Subspace> subspaces;     // legal on every communicator of the class
 };
 
@@ -50,7 +50,7 @@ class Evaluator final : private sim::ConfigSource {
   // The workload, cluster and profile must outlive the evaluator. Throws lagom::Error as
   // ModelCost does (workload larger than the cluster, illegal pinned configs).
   Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
-            const calibrate::HardwareProfile& profile, SpaceOptions space, bool contention = true);
+            const hardware::HardwareProfile& profile, SpaceOptions space, bool contention = true);
   ~Evaluator() override;
 
   const std::vector<CollClass>& classes() const { return classes_; }
@@ -59,16 +59,16 @@ class Evaluator final : private sim::ConfigSource {
 
   // Simulates the step with `configs[j]` for class j (nullopt: NCCL's own choice). Counts one
   // evaluation.
-  Evaluation evaluate(std::span<const std::optional<sim::CommConfig>> configs);
+  Evaluation evaluate(std::span<const std::optional<nccl::CommConfig>> configs);
   long evaluations() const { return evaluations_; }
 
   // What class j runs when given `c`: with Resources::kNccl only its algorithm, protocol and
   // channels are pinned and NCCL derives the threads and chunk (as a plan's replay and NCCL do).
-  sim::CommConfig applied(std::size_t j, const sim::CommConfig& c) const;
+  nccl::CommConfig applied(std::size_t j, const nccl::CommConfig& c) const;
 
  private:
-  const sim::ConfigOverride* override_for(traces::OpId op) const override;
-  sim::ConfigOverride override_of(const sim::CommConfig& c) const;
+  const nccl::ConfigOverride* override_for(traces::OpId op) const override;
+  nccl::ConfigOverride override_of(const nccl::CommConfig& c) const;
 
   const traces::Workload& w_;
   SpaceOptions space_;
@@ -77,7 +77,7 @@ class Evaluator final : private sim::ConfigSource {
   std::unique_ptr<sim::ModelCost> cost_;
   std::vector<CollClass> classes_;
   std::vector<std::int32_t> class_of_op_;  // -1: not tunable
-  std::vector<sim::ConfigOverride> current_;
+  std::vector<nccl::ConfigOverride> current_;
   std::vector<bool> active_;
   long evaluations_ = 0;
 };

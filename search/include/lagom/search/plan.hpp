@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lagom/sim/comm_config.hpp"
+#include "lagom/nccl/comm_config.hpp"
 
 namespace lagom::search {
 
@@ -22,19 +22,19 @@ inline constexpr int kAnyCount = -1;  // nnodes / nranks that match any communic
 
 // What a plan may have rules for: NCCL's five tuned collectives and all-to-all (send/recv keep
 // NCCL's choice).
-inline bool plannable(sim::CollKind k) {
-  return sim::is_tuned(k) || k == sim::CollKind::kAllToAll;
+inline bool plannable(nccl::CollKind k) {
+  return nccl::is_tuned(k) || k == nccl::CollKind::kAllToAll;
 }
 
 struct PlanRule {
-  sim::CollKind coll = sim::CollKind::kAllReduce;
+  nccl::CollKind coll = nccl::CollKind::kAllReduce;
   std::int64_t min_bytes = 0;
   std::int64_t max_bytes = 0;
   int nnodes = kAnyCount;
   int nranks = kAnyCount;
   // What the rule sets; unset is NCCL's choice.
-  std::optional<sim::Algorithm> algo;
-  std::optional<sim::Protocol> proto;
+  std::optional<nccl::Algorithm> algo;
+  std::optional<nccl::Protocol> proto;
   int nchannels = 0;  // 0: unset
   int nthreads = 0;
   std::int64_t chunk_bytes = 0;
@@ -42,10 +42,10 @@ struct PlanRule {
   // covers, their mean time under the plan and NCCL's own choice with its time.
   int calls = 0;
   double time_us = 0;
-  std::optional<sim::CommConfig> nccl;
+  std::optional<nccl::CommConfig> nccl;
   double nccl_time_us = 0;
 
-  bool matches(sim::CollKind c, std::int64_t bytes, int comm_nnodes, int comm_nranks) const {
+  bool matches(nccl::CollKind c, std::int64_t bytes, int comm_nnodes, int comm_nranks) const {
     return c == coll && bytes >= min_bytes && bytes <= max_bytes &&
            matches_communicator(comm_nnodes, comm_nranks);
   }
@@ -70,7 +70,7 @@ struct ConfigPlan {
   std::vector<PlanRule> rules;
 
   // The first rule matching a call, or nullptr.
-  const PlanRule* find(sim::CollKind c, std::int64_t bytes, int nnodes, int nranks) const;
+  const PlanRule* find(nccl::CollKind c, std::int64_t bytes, int nnodes, int nranks) const;
 };
 
 // Strict reader: unknown fields, wrong types, out-of-range values and rules that cannot match

@@ -20,14 +20,14 @@ class PlanOverrides final : public sim::ConfigSource {
   PlanOverrides(const ConfigPlan& plan, const traces::Workload& w, const sim::ModelCost& cost,
                 std::string_view origin);
 
-  const sim::ConfigOverride* override_for(traces::OpId op) const override;
+  const nccl::ConfigOverride* override_for(traces::OpId op) const override;
 
   // Communication ops each rule matched (by rule index), and in all.
   const std::vector<long>& matches() const { return matches_; }
   long matched_ops() const;
 
  private:
-  std::vector<sim::ConfigOverride> rules_;
+  std::vector<nccl::ConfigOverride> rules_;
   std::vector<std::int32_t> rule_of_op_;  // -1: none
   std::vector<long> matches_;
 };

@@ -60,7 +60,7 @@ struct SearchOptions {
 };
 
 struct ClassChoice {
-  sim::CommConfig config;   // chosen
+  nccl::CommConfig config;  // chosen
   double time_us = 0;       // its calls' mean time in the final evaluation
   double nccl_time_us = 0;  // and in NCCL's evaluation
 };

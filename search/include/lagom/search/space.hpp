@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "lagom/sim/comm_config.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
+#include "lagom/nccl/comm_config.hpp"
+#include "lagom/nccl/tuning.hpp"
 
 namespace lagom::search {
 
@@ -28,16 +28,16 @@ enum class Grid { kFine, kCoarse };
 enum class Resources { kFull, kNccl };  // NC, NT, C | NC only
 
 struct Subspace {
-  sim::Algorithm algo = sim::Algorithm::kRing;
-  sim::Protocol proto = sim::Protocol::kSimple;
-  sim::CommConfig nccl;  // what NCCL runs in this subspace for this size (its NC, NT, C)
+  nccl::Algorithm algo = nccl::Algorithm::kRing;
+  nccl::Protocol proto = nccl::Protocol::kSimple;
+  nccl::CommConfig nccl;  // what NCCL runs in this subspace for this size (its NC, NT, C)
   std::vector<int> channels;
   std::vector<int> threads;
   std::vector<std::int64_t> chunks;
 
   std::size_t size() const { return channels.size() * threads.size() * chunks.size(); }
   // Index (c, t, k) in the grid -> a full configuration.
-  sim::CommConfig at(std::size_t c, std::size_t t, std::size_t k) const;
+  nccl::CommConfig at(std::size_t c, std::size_t t, std::size_t k) const;
 };
 
 struct SpaceOptions {
@@ -49,8 +49,8 @@ struct SpaceOptions {
 // table entry is not disabled) and whose grid has at least one legal point, in NCCL's index
 // order. AllToAll (NCCL's p2p path) has Ring with LL and Simple. Every point of every grid is
 // legal (why_illegal() is nullopt).
-std::vector<Subspace> subspaces(const sim::NcclTables& tables, sim::CollKind coll,
-                                std::int64_t bytes, const SpaceOptions& options);
+std::vector<Subspace> subspaces(const nccl::Tables& tables, nccl::CollKind coll, std::int64_t bytes,
+                                const SpaceOptions& options);
 
 std::string_view to_string(Grid g);
 std::string_view to_string(Resources r);

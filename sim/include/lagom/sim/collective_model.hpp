@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
-#include "lagom/sim/comm_config.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/comm_config.hpp"
 #include "lagom/topologies/communicator.hpp"
 
 namespace lagom::sim {
@@ -64,16 +64,17 @@ struct CollectiveEstimate {
 
 class CollectiveModel {
  public:
-  CollectiveModel(const calibrate::HardwareProfile& profile,
+  CollectiveModel(const hardware::HardwareProfile& profile,
                   const topologies::CommunicatorInfo& comm);
 
   // `bytes` follows nccl-tests' size column (see comm_config.hpp / nccl_tuning.hpp). The config
-  // must be legal (check with why_illegal first); a config the model cannot time (e.g. NVLS
+  // must be legal (check with nccl::why_illegal first); a config the model cannot time (e.g. NVLS
   // without NVLink) is a lagom::Error.
-  CollectiveEstimate estimate(CollKind kind, std::int64_t bytes, const CommConfig& config) const;
+  CollectiveEstimate estimate(nccl::CollKind kind, std::int64_t bytes,
+                              const nccl::CommConfig& config) const;
   // A send of `bytes` from cluster GPU `from_gpu` to `to_gpu` (both of this communicator), on
   // their own path.
-  CollectiveEstimate estimate_p2p(std::int64_t bytes, const CommConfig& config, int from_gpu,
+  CollectiveEstimate estimate_p2p(std::int64_t bytes, const nccl::CommConfig& config, int from_gpu,
                                   int to_gpu) const;
 
   const topologies::CommunicatorInfo& communicator() const { return comm_; }
@@ -87,31 +88,33 @@ class CollectiveModel {
     double bytes = 0;
     double link_scale = 1;
   };
-  std::vector<Share> traffic(CollKind kind, std::int64_t bytes, const CommConfig& config) const;
+  std::vector<Share> traffic(nccl::CollKind kind, std::int64_t bytes,
+                             const nccl::CommConfig& config) const;
 
   // HBM bytes per payload byte on each GPU: comm_hbm_reduce (reducing kinds) or comm_hbm_copy
   // touches, over the protocol's wire efficiency, plus the L2 spill once its in-flight chunks
   // (4 * nc * C, at most what a GPU moves of a collective of `bytes`) exceed L2 (contention
   // section of the profile; docs/models.md §6).
-  double hbm_per_payload_byte(CollKind kind, const CommConfig& config, std::int64_t bytes) const;
+  double hbm_per_payload_byte(nccl::CollKind kind, const nccl::CommConfig& config,
+                              std::int64_t bytes) const;
 
  private:
-  CollectiveEstimate plan(CollKind kind, std::int64_t bytes, const CommConfig& config,
+  CollectiveEstimate plan(nccl::CollKind kind, std::int64_t bytes, const nccl::CommConfig& config,
                           std::vector<Share>* shares, const topologies::Footprint* path) const;
 
-  const calibrate::HardwareProfile& profile_;
+  const hardware::HardwareProfile& profile_;
   topologies::CommunicatorInfo comm_;
 };
 
 // Payload per wire byte (reference/nccl.md §1.5): LL 1/2, LL128 120/128, Simple 1.
-double wire_efficiency(Protocol p);
+double wire_efficiency(nccl::Protocol p);
 
 // The profile's achievable fraction of a link class's raw bandwidth (the CPU interconnect takes
 // PCIe's).
-double link_efficiency(const calibrate::HardwareProfile& profile, topologies::LinkClass cls);
+double link_efficiency(const hardware::HardwareProfile& profile, nccl::LinkClass cls);
 
 // nccl-tests' busbw factor (reference/nccl.md §4.3): AllReduce 2(n-1)/n; AllGather,
 // ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1.
-double busbw_factor(CollKind kind, int nranks);
+double busbw_factor(nccl::CollKind kind, int nranks);
 
 }  // namespace lagom::sim

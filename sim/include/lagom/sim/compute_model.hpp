@@ -35,7 +35,7 @@
 // The efficiencies and default occupancies are priors until calibrated (docs/models.md).
 #pragma once
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
 #include "lagom/traces/workload.hpp"
 
 namespace lagom::sim {
@@ -57,7 +57,7 @@ struct SmGrant {
 
 class ComputeModel {
  public:
-  explicit ComputeModel(const calibrate::HardwareProfile& profile);
+  explicit ComputeModel(const hardware::HardwareProfile& profile);
 
   // `bytes` is the kernel's HBM traffic; `sms` and `hbm_GBps` what it gets (>= 1 SM, > 0).
   KernelEstimate estimate(const traces::ComputeShape& shape, double bytes, int sms, double hbm_GBps,
@@ -76,7 +76,7 @@ class ComputeModel {
   int blocks_per_sm(const traces::ComputeShape& shape) const;
 
  private:
-  const calibrate::HardwareProfile& profile_;
+  const hardware::HardwareProfile& profile_;
   int sms_;
   double hbm_GBps_;
 };

@@ -18,13 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "lagom/calibrate/hardware_profile.hpp"
+#include "lagom/hardware/profile.hpp"
+#include "lagom/nccl/comm_config.hpp"
+#include "lagom/nccl/config_override.hpp"
+#include "lagom/nccl/tuning.hpp"
 #include "lagom/sim/collective_model.hpp"
-#include "lagom/sim/comm_config.hpp"
 #include "lagom/sim/compute_model.hpp"
-#include "lagom/sim/config_override.hpp"
 #include "lagom/sim/cost_model.hpp"
-#include "lagom/sim/nccl_tuning.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/communicator.hpp"
 
@@ -36,14 +36,14 @@ class ConfigSource {
  public:
   virtual ~ConfigSource() = default;
   // The override for communication op `op`, or nullptr to use the op's own config.
-  virtual const ConfigOverride* override_for(traces::OpId op) const = 0;
+  virtual const nccl::ConfigOverride* override_for(traces::OpId op) const = 0;
 };
 
 class ModelCost final : public CostModel {
  public:
   // Checks that the workload fits the cluster and that every pinned config is legal; throws
   // lagom::Error naming the op otherwise. The cluster, profile and workload must outlive this.
-  ModelCost(const topologies::Cluster& cluster, const calibrate::HardwareProfile& profile,
+  ModelCost(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
             const traces::Workload& w);
   ~ModelCost() override;
 
@@ -52,11 +52,11 @@ class ModelCost final : public CostModel {
                        traces::OpId op) const override;
 
   // The configuration a communication op runs with and the model's breakdown of its time.
-  CommConfig config_for(const traces::Workload& w, traces::OpId op) const;
+  nccl::CommConfig config_for(const traces::Workload& w, traces::OpId op) const;
   CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op) const;
   // A communication op's estimate under a given configuration (e.g. its resolved one).
   CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op,
-                              const CommConfig& config) const;
+                              const nccl::CommConfig& config) const;
 
   // How long `op` takes alone, in microseconds: its duration_us when given, else the model's.
   double alone_us(const traces::Workload& w, traces::OpId op) const;
@@ -66,14 +66,14 @@ class ModelCost final : public CostModel {
   void set_config_source(const ConfigSource* source) { source_ = source; }
   // NCCL's view of the communicator a communication op runs on: its tuning tables (for its own
   // choice and for legality) and the topology summary (nodes, ranks, paths).
-  const NcclTables& nccl_tables(const traces::Workload& w, traces::OpId op) const;
+  const nccl::Tables& nccl_tables(const traces::Workload& w, traces::OpId op) const;
   const topologies::CommunicatorInfo& communicator_info(const traces::Workload& w,
                                                         traces::OpId op) const;
   // The collective model of the communicator a communication op runs on.
   const CollectiveModel& collective_model(const traces::Workload& w, traces::OpId op) const;
 
   const ComputeModel& compute() const { return compute_; }
-  const calibrate::HardwareProfile& profile() const { return profile_; }
+  const hardware::HardwareProfile& profile() const { return profile_; }
   const topologies::Cluster& cluster() const { return cluster_; }
 
  private:
@@ -81,7 +81,7 @@ class ModelCost final : public CostModel {
   const Communicator& communicator_of(const traces::Workload& w, traces::OpId op) const;
 
   const topologies::Cluster& cluster_;
-  const calibrate::HardwareProfile& profile_;
+  const hardware::HardwareProfile& profile_;
   ComputeModel compute_;
   std::string name_;
   std::vector<std::unique_ptr<Communicator>> groups_;  // by GroupId

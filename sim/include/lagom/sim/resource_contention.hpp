@@ -91,8 +91,8 @@ class ResourceContention final : public ContentionModel {
     double time_us = 0;  // the collective model's time alone (what `uses` are rated at)
     int nchannels = 0;
     int nthreads = 0;
-    double in_flight_bytes = 0;             // 4 * channels * chunk
-    std::vector<FlowSolver::Use> uses;      // at rate 1
+    double in_flight_bytes = 0;         // 4 * channels * chunk
+    std::vector<FlowSolver::Use> uses;  // at rate 1
     // The most any instance may be sped up before some resource alone cannot carry it:
     // min over uses of capacity / demand (>= 1 for the model's own time).
     double margin = 0;
@@ -107,7 +107,7 @@ class ResourceContention final : public ContentionModel {
     std::int32_t to;
     traces::OpKind kind;
     std::int64_t bytes;
-    const traces::PinnedConfig* pin;
+    const nccl::ConfigOverride* pin;
     bool operator==(const CommKey&) const = default;
   };
   struct CommKeyHash {
@@ -136,16 +136,16 @@ class ResourceContention final : public ContentionModel {
     double hbm_demand = 0;
     // Kernels: what does not change while it runs.
     traces::ComputeShape shape;
-    int tb = 1;            // blocks per SM
-    double blocks = 0;     // thread blocks (one full wave when the op does not say)
-    int need = 0;          // SMs one wave fills
+    int tb = 1;         // blocks per SM
+    double blocks = 0;  // thread blocks (one full wave when the op does not say)
+    int need = 0;       // SMs one wave fills
     double bytes = 0;
     double alone_model_us = 0;   // the compute model's time on the whole GPU
     double alone_us = 0;         // its standalone time (duration_us when given)
     bool duration_only = false;  // no shape and no bytes: slows with the block slots it loses
     int beside_threads = -1;     // blocks_beside_comm(shape, beside_threads) = beside
     int beside = 0;
-    bool unrated = false;        // started, rate not reported yet (duration-only kernels)
+    bool unrated = false;  // started, rate not reported yet (duration-only kernels)
     std::vector<FlowSolver::FlowId>* pool = nullptr;  // an instance's: where its flow is parked
     // An instance's solver rate is in units of its model time; its own (measured) time is
     // `scale` times shorter, so its speed relative to alone is the solver rate / scale.
@@ -170,16 +170,16 @@ class ResourceContention final : public ContentionModel {
   const traces::ExecutionGraph* g_ = nullptr;
   FlowSolver solver_;
   FlowSolver::ResourceId hbm_base_ = 0;
-  std::vector<CommInfo*> by_op_;  // indexed by OpId, filled on first use
+  std::vector<CommInfo*> by_op_;                             // indexed by OpId, filled on first use
   std::unordered_map<CommKey, CommInfo, CommKeyHash> comm_;  // node-based: pointers stay valid
   CommKey last_key_{};
   CommInfo* last_info_ = nullptr;
   std::vector<Gpu> gpus_;  // by workload rank
   std::vector<traces::Rank> dirty_;
-  std::vector<Running> running_;                 // by engine slot
-  std::vector<std::uint32_t> slot_of_flow_;      // by flow id
-  std::vector<char> flow_parked_;                // by flow id
-  std::vector<char> flow_capped_;                // by flow id: an instance's, with capped uses
+  std::vector<Running> running_;             // by engine slot
+  std::vector<std::uint32_t> slot_of_flow_;  // by flow id
+  std::vector<char> flow_parked_;            // by flow id
+  std::vector<char> flow_capped_;            // by flow id: an instance's, with capped uses
   std::vector<FlowSolver::FlowId> changed_;
   std::vector<std::uint32_t> direct_;  // duration-only kernels whose rate (= bound) changed
   std::vector<FlowSolver::Use> scratch_;

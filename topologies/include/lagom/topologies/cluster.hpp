@@ -18,25 +18,10 @@
 #include <string_view>
 #include <vector>
 
+#include "lagom/nccl/topo.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 
 namespace lagom::topologies {
-
-enum class PathType : int {
-  kLoc = 0,
-  kNvl = 1,
-  kNvb = 2,  // NVLink through an intermediate GPU (never produced: GPUs do not forward here)
-  kC2c = 3,
-  kPix = 4,
-  kPxb = 5,
-  kP2c = 6,
-  kPxn = 7,
-  kPhb = 8,
-  kSys = 9,
-  kNet = 10,
-};
-
-enum class LinkClass { kNvlink, kPcie, kCpuInterconnect, kNetwork };
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kNetworkSwitch };
 
@@ -56,7 +41,7 @@ struct Link {
   std::size_t id = 0;
   Endpoint a;
   Endpoint b;
-  LinkClass link_class = LinkClass::kPcie;
+  nccl::LinkClass link_class = nccl::LinkClass::kPcie;
   double bandwidth_GBps = 0;  // per direction, all `count` links together
   double latency_us = 0;
   int count = 1;
@@ -67,7 +52,7 @@ struct Hop {
   std::size_t link_id = 0;
   Endpoint from;
   Endpoint to;
-  LinkClass link_class = LinkClass::kPcie;
+  nccl::LinkClass link_class = nccl::LinkClass::kPcie;
   double bandwidth_GBps = 0;
   double latency_us = 0;
 };
@@ -82,11 +67,11 @@ struct GpuLocation {
 struct Path {
   int from_rank = 0;
   int to_rank = 0;
-  PathType type = PathType::kLoc;
+  nccl::PathType type = nccl::PathType::kLoc;
   std::vector<Hop> hops;       // in order from `from_rank` to `to_rank`; empty for LOC
   double bottleneck_GBps = 0;  // min over hops; +infinity for LOC (nothing is crossed)
-  std::optional<LinkClass> bottleneck_class;  // the class of the slowest hop; none for LOC
-  double latency_us = 0;                      // sum over hops
+  std::optional<nccl::LinkClass> bottleneck_class;  // the class of the slowest hop; none for LOC
+  double latency_us = 0;                            // sum over hops
 };
 
 class Cluster {
@@ -138,8 +123,6 @@ class Cluster {
 // load_cluster_spec() + Cluster(spec): a preset name or a file, with an optional node count.
 Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes = {});
 
-std::string_view to_string(PathType type);    // "NVL", "PIX", ...
-std::string_view to_string(LinkClass cls);    // "nvlink", "pcie", "cpu-interconnect", "network"
 std::string_view to_string(VertexKind kind);  // "gpu", "nvswitch", ...
 std::string describe(const Endpoint& e);      // "node0/gpu3", "node1/nic0", "leaf2", "core-switch"
 

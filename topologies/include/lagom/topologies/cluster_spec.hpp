@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lagom/nccl/topo.hpp"
+
 namespace lagom::topologies {
 
 inline constexpr std::string_view kClusterFormat = "lagom.cluster";
@@ -38,8 +40,6 @@ enum class FabricKind {
   kRailOptimized,  // one leaf switch per rail (NIC index), leaves joined by a spine
   kSingleSwitch,   // every NIC on one non-blocking switch (or a fabric that acts like one)
 };
-
-enum class CpuVendor { kIntel, kAmd, kOther };
 
 struct NvLinkSpec {
   int generation = 0;
@@ -79,7 +79,7 @@ struct PcieSpec {
 
 struct CpuSpec {
   int sockets = 0;  // CPU sockets (NCCL's CPU nodes); PCIe trees hang off them
-  CpuVendor vendor = CpuVendor::kOther;
+  nccl::CpuVendor vendor = nccl::CpuVendor::kOther;
   std::string model;
   std::string interconnect;                // "UPI", "xGMI", ...
   double interconnect_bandwidth_GBps = 0;  // GPU peer traffic across sockets, one direction
@@ -184,6 +184,5 @@ std::string describe_nccl_env(const ClusterSpec& spec);
 std::string_view to_string(IntraNodeKind kind);
 std::string_view to_string(NicAffinity affinity);
 std::string_view to_string(FabricKind kind);
-std::string_view to_string(CpuVendor vendor);
 
 }  // namespace lagom::topologies

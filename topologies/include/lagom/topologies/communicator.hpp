@@ -34,9 +34,9 @@ namespace lagom::topologies {
 //   (NVLSTree) also the node's NICs.
 struct AlgorithmPaths {
   bool available = false;
-  std::vector<LinkClass> link_classes;        // sorted, unique; empty if nothing is crossed
-  std::optional<LinkClass> bottleneck_class;  // none when nothing is crossed (one rank)
-  double bottleneck_GBps = 0;                 // per GPU per direction; +infinity if none
+  std::vector<nccl::LinkClass> link_classes;        // sorted, unique; empty if nothing is crossed
+  std::optional<nccl::LinkClass> bottleneck_class;  // none when nothing is crossed (one rank)
+  double bottleneck_GBps = 0;                       // per GPU per direction; +infinity if none
 };
 
 // An estimate of what NCCL's topology search (nccl@v2.28.9-1 src/graph/search.cc,
@@ -53,11 +53,12 @@ struct AlgorithmPaths {
 // ring shapes) or more (crossing NICs, PXN). Calibrate against NCCL_DEBUG=INFO lines
 // "Pattern 4, crossNic ..., nChannels N, bw X/Y, type T1/T2".
 struct NcclSearchEstimate {
-  PathType type_intra = PathType::kLoc;  // worst GPU-GPU path type a ring uses
-  PathType type_inter = PathType::kPix;  // worst GPU-NIC path type (PIX on one node, as NCCL)
-  double bw_intra_GBps = 0;              // per search channel
-  double bw_inter_GBps = 0;              // per search channel
-  int channels = 0;                      // search channels (NCCL then roughly doubles them)
+  nccl::PathType type_intra = nccl::PathType::kLoc;  // worst GPU-GPU path type a ring uses
+  nccl::PathType type_inter =
+      nccl::PathType::kPix;  // worst GPU-NIC path type (PIX on one node, as NCCL)
+  double bw_intra_GBps = 0;  // per search channel
+  double bw_inter_GBps = 0;  // per search channel
+  int channels = 0;          // search channels (NCCL then roughly doubles them)
 };
 
 struct CommunicatorInfo {
@@ -70,17 +71,17 @@ struct CommunicatorInfo {
   // Inside a node: the worst path type between ring neighbours and the bandwidth a ring step
   // gets (the most loaded link when every rank of the node sends to its ring successor at
   // once). LOC and +infinity when every node holds one rank.
-  PathType intra_path_type = PathType::kLoc;
+  nccl::PathType intra_path_type = nccl::PathType::kLoc;
   double intra_bw_GBps = 0;
-  std::optional<LinkClass> intra_bottleneck_class;
+  std::optional<nccl::LinkClass> intra_bottleneck_class;
 
   // Across nodes: per-GPU network bandwidth, min(NIC, the PCIe path to it) divided by the
   // ranks of the communicator that share the NIC (a NIC entry of `count` NICs counts as one NIC
   // of count x the bandwidth), for the worst NIC of any node; the worst path type from a rank to
   // its NIC. 0 and LOC on a single node.
   double inter_bw_GBps = 0;
-  std::optional<LinkClass> inter_bottleneck_class;
-  PathType nic_path_type = PathType::kLoc;
+  std::optional<nccl::LinkClass> inter_bottleneck_class;
+  nccl::PathType nic_path_type = nccl::PathType::kLoc;
 
   bool nvls_available = false;  // NVSwitch with NVLink SHARP and >= 2 ranks on a node
 

@@ -39,8 +39,6 @@
 
 namespace lagom::topologies {
 
-inline constexpr int kLinkClassCount = 4;  // LinkClass values
-
 // `per_byte` bytes cross link `link` in direction `dir` (0: from Cluster::link(link).a to .b,
 // 1: the other way) per byte of the pattern's unit.
 struct LinkLoad {
@@ -53,8 +51,8 @@ struct Footprint {
   std::vector<LinkLoad> loads;  // sorted by (link, dir), one entry each
   // Per link class: the largest per_byte / bandwidth_GBps over its loads (0 when not crossed).
   // A unit volume of V bytes needs at least V * worst[c] / 1e3 us on class c's links.
-  std::array<double, kLinkClassCount> worst{};
-  std::array<double, kLinkClassCount> worst_per_byte{};  // that link's per_byte
+  std::array<double, nccl::kLinkClassCount> worst{};
+  std::array<double, nccl::kLinkClassCount> worst_per_byte{};  // that link's per_byte
   double intra_latency_us = 0;  // the slowest intra-node hop (sum of its links' latencies)
   double net_latency_us = 0;    // the slowest node-to-node hop, GPU to GPU
   bool crosses_network = false;
@@ -86,7 +84,7 @@ class CommunicatorTraffic {
   Footprint build(Which w) const;
 
   Cluster cluster_;
-  std::vector<int> ranks_;                            // sorted
+  std::vector<int> ranks_;                                 // sorted
   std::vector<std::pair<int, std::vector<int>>> by_node_;  // node -> its ranks' local GPUs, sorted
   mutable std::array<std::once_flag, kCount> once_;
   mutable std::array<Footprint, kCount> cache_;

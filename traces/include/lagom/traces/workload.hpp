@@ -14,6 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "lagom/nccl/comm_config.hpp"
+#include "lagom/nccl/config_override.hpp"
+
 namespace lagom::traces {
 
 enum class OpKind : std::uint8_t {
@@ -32,6 +35,8 @@ inline constexpr int kOpKindCount = 10;
 
 std::string_view to_string(OpKind kind);  // "allreduce", as in the workload format
 std::optional<OpKind> parse_op_kind(std::string_view name);
+// The NCCL collective an op is; Send and Recv are kSendRecv; compute and memcpy have none.
+std::optional<nccl::CollKind> coll_kind_of(OpKind kind);
 // "a" or "an", for messages about `word` ("an allreduce", "a send").
 std::string_view article(std::string_view word);
 constexpr bool is_collective(OpKind k) {
@@ -83,17 +88,9 @@ struct OpSpec {
   std::int64_t duration_ns = kNoDuration;  // fixed duration, or kNoDuration for a cost model
 };
 
-// NCCL parameters pinned on one communication op (format field "config"); unset fields are
-// left to NCCL's own choice. Names are NCCL's tokens ("Ring", "LL128", ...); the collective
-// model checks them and their legality when it times the op.
-struct PinnedConfig {
-  std::string algo;
-  std::string proto;
-  int nchannels = 0;
-  int nthreads = 0;
-  std::int64_t chunk_bytes = 0;
-  bool operator==(const PinnedConfig&) const = default;
-};
+// NCCL parameters pinned on one communication op (format field "config") are an
+// nccl::ConfigOverride: unset fields are left to NCCL's own choice; the collective model checks
+// their legality when it times the op.
 
 // What a compute kernel does, for the compute model (format fields "flops", "blocks",
 // "blocks_per_sm", "class"; its HBM traffic is the op's "bytes"). Zero means unknown.
@@ -159,7 +156,7 @@ class Workload {
   std::string describe(OpId op) const;
 
   // The config pinned on `op`, or nullptr (most ops have none).
-  const PinnedConfig* pinned_config(OpId op) const;
+  const nccl::ConfigOverride* pinned_config(OpId op) const;
   std::size_t pinned_config_count() const { return pinned_.size(); }
   // The compute shape given for `op`, or nullptr.
   const ComputeShape* compute_shape(OpId op) const;
@@ -185,7 +182,7 @@ class Workload {
   std::vector<OpId> deps_;
   std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
   std::string names_;
-  std::vector<std::pair<OpId, PinnedConfig>> pinned_;  // sorted by op
+  std::vector<std::pair<OpId, nccl::ConfigOverride>> pinned_;  // sorted by op
   // Compute shapes: shape_of_[op] indexes shapes_ (kNoShape: none); empty when no op has one.
   static constexpr std::uint32_t kNoShape = 0xffffffffu;
   std::vector<std::uint32_t> shape_of_;
@@ -209,7 +206,7 @@ class WorkloadBuilder {
   OpId add_op(StreamId stream, const OpSpec& spec, std::string_view id = {});
   void add_dep(OpId op, OpId must_finish_first);
   // Pins NCCL parameters on a communication op (an error on compute or memcpy ops at build()).
-  void pin_config(OpId op, PinnedConfig config);
+  void pin_config(OpId op, nccl::ConfigOverride config);
   // Describes a compute op's kernel (an error on other kinds at build()).
   void set_compute_shape(OpId op, ComputeShape shape);
   void reserve_ops(std::size_t n);
@@ -237,7 +234,7 @@ class WorkloadBuilder {
   std::string names_;
   bool any_name_ = false;
   std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
-  std::vector<std::pair<OpId, PinnedConfig>> pinned_;
+  std::vector<std::pair<OpId, nccl::ConfigOverride>> pinned_;
   std::vector<std::pair<OpId, ComputeShape>> shapes_;
 };
 
