@@ -1,0 +1,50 @@
+# Fails when a module includes a module above it or beside it (DESIGN.md, docs/ARCHITECTURE.md):
+#   cmake -DSOURCE_DIR=<repo> -P cmake/check_layers.cmake
+# Each folder is a module at one layer; a file may include "lagom/<module>/..." only from its own
+# module or from a lower layer.
+set(layer_common 0)
+set(layer_nccl 1)
+set(layer_traces 2)
+set(layer_topologies 2)
+set(layer_hardware 2)
+set(layer_models 3)
+set(layer_sim 3)
+set(layer_search 4)
+set(layer_calibrate 4)
+set(layer_tuner 5)
+set(layer_cli 5)
+set(modules common nccl traces topologies hardware models sim search calibrate tuner cli)
+
+set(violations "")
+set(checked 0)
+foreach(module IN LISTS modules)
+  file(GLOB_RECURSE files LIST_DIRECTORIES false
+       "${SOURCE_DIR}/${module}/*.cpp" "${SOURCE_DIR}/${module}/*.hpp"
+       "${SOURCE_DIR}/${module}/*.h" "${SOURCE_DIR}/${module}/*.cu")
+  foreach(file IN LISTS files)
+    math(EXPR checked "${checked} + 1")
+    file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"lagom/[a-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[^\"]*\"lagom/([a-z_]+)/.*$" "\\1" target "${line}")
+      if(target STREQUAL module)
+        continue()
+      endif()
+      if(NOT DEFINED layer_${target})
+        list(APPEND violations "${file}: includes unknown module '${target}'")
+      elseif(NOT layer_${target} LESS layer_${module})
+        file(RELATIVE_PATH rel "${SOURCE_DIR}" "${file}")
+        list(APPEND violations
+             "${rel}: ${module} (layer ${layer_${module}}) includes ${target} (layer ${layer_${target}})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(checked EQUAL 0)
+  message(FATAL_ERROR "check_layers: no sources found under ${SOURCE_DIR}")
+endif()
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "a module includes one above or beside it:\n  ${text}")
+endif()
+message(STATUS "check_layers: ${checked} files, no upward include")

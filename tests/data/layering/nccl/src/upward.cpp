@@ -1,0 +1,2 @@
+// A planted violation for tests/CMakeLists.txt: nccl must not see sim.
+#include "lagom/sim/engine.hpp"
