@@ -6,9 +6,7 @@
 #include <string>
 
 #include "lagom/hardware/profile.hpp"
-#include "lagom/sim/engine.hpp"
-#include "lagom/sim/model_cost.hpp"
-#include "lagom/sim/resource_contention.hpp"
+#include "lagom/sim/simulation.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/traces/execution_graph.hpp"
 #include "synthetic.hpp"
@@ -24,15 +22,11 @@ namespace {
 struct Setup {
   explicit Setup(bool comm_durations)
       : w(synthetic_step({64, 64, 8, 1, comm_durations})),
-        g(traces::analyze(w)),
         cluster(topologies::load_cluster("dgx-h100", 8)),
-        profile(hardware::load_profile("h100-sxm")),
-        cost(cluster, profile, w) {}
+        profile(hardware::load_profile("h100-sxm")) {}
   traces::Workload w;
-  traces::ExecutionGraph g;
   topologies::Cluster cluster;
   hardware::HardwareProfile profile;
-  sim::ModelCost cost;
 };
 
 const Setup& setup(bool comm_durations) {
@@ -47,13 +41,9 @@ void BM_Contention(benchmark::State& state) {
   const Setup& s = setup(measured);
   const bool on = state.range(0) != 0;
   std::uint64_t records = 2ULL * s.w.op_count();
+  sim::Simulation simulation(s.w, s.cluster, s.profile, sim::SimulationOptions{on, {}});
   for (auto _ : state) {
-    std::unique_ptr<sim::ResourceContention> model;
-    if (on) {
-      model = std::make_unique<sim::ResourceContention>(s.cost);
-    }
-    sim::Engine engine(s.w, s.g, sim::SimOptions{&s.cost, model.get()});
-    const sim::SimResult r = engine.run();
+    const sim::SimResult r = simulation.run();
     benchmark::DoNotOptimize(r.step_time);
     state.counters["step_ms"] = r.step_time.us() / 1e3;
     state.counters["stale_events"] = static_cast<double>(r.stale_events);

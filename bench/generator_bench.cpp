@@ -10,9 +10,7 @@
 #include "lagom/hardware/profile.hpp"
 #include "lagom/models/generator.hpp"
 #include "lagom/models/model_spec.hpp"
-#include "lagom/sim/engine.hpp"
-#include "lagom/sim/model_cost.hpp"
-#include "lagom/sim/resource_contention.hpp"
+#include "lagom/sim/simulation.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/traces/execution_graph.hpp"
 
@@ -50,12 +48,9 @@ void run_case(benchmark::State& state, Case c) {
     models::GeneratedStep step =
         models::generate_step(model, par, cfg, profile.gpu.memory_GB.value * 1e9);
     const auto t1 = std::chrono::steady_clock::now();
-    const traces::ExecutionGraph g = traces::analyze(step.workload);
-    const sim::ModelCost cost(cluster, profile, step.workload);
-    sim::ResourceContention contention(cost);
-    sim::Engine engine(step.workload, g,
-                       sim::SimOptions{&cost, c.contention ? &contention : nullptr});
-    const sim::SimResult r = engine.run();
+    sim::Simulation simulation(step.workload, cluster, profile,
+                               sim::SimulationOptions{c.contention, {}});
+    const sim::SimResult r = simulation.run();
     const auto t2 = std::chrono::steady_clock::now();
     auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     state.counters["ranks"] = static_cast<double>(step.workload.rank_count());

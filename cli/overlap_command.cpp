@@ -17,9 +17,7 @@
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/units.hpp"
-#include "lagom/sim/engine.hpp"
-#include "lagom/sim/model_cost.hpp"
-#include "lagom/sim/resource_contention.hpp"
+#include "lagom/sim/simulation.hpp"
 #include "lagom/traces/execution_graph.hpp"
 
 namespace lagom::cli {
@@ -192,11 +190,8 @@ Point run(const Hardware& h, int nranks, traces::OpKind coll, std::int64_t bytes
     }
   }
   const traces::Workload w = std::move(b).build("lagom overlap");
-  const traces::ExecutionGraph graph = traces::analyze(w);
-  const sim::ModelCost cost(h.cluster, h.profile, w);
-  sim::ResourceContention contention(cost);
-  sim::Engine engine(w, graph, sim::SimOptions{&cost, &contention});
-  const sim::SimResult r = engine.run();
+  sim::Simulation simulation(w, h.cluster, h.profile);
+  const sim::SimResult r = simulation.run();
   Point p;
   p.makespan_us = r.step_time.us();
   for (traces::StreamId s = w.first_stream(0); s < w.last_stream(0); ++s) {

@@ -17,9 +17,7 @@
 #include "lagom/models/model_spec.hpp"
 #include "lagom/search/plan.hpp"
 #include "lagom/search/plan_source.hpp"
-#include "lagom/sim/engine.hpp"
-#include "lagom/sim/model_cost.hpp"
-#include "lagom/sim/resource_contention.hpp"
+#include "lagom/sim/simulation.hpp"
 #include "lagom/sim/stats.hpp"
 #include "lagom/traces/chrome_trace.hpp"
 #include "lagom/traces/execution_graph.hpp"
@@ -89,53 +87,39 @@ int simulate_command(const std::vector<std::string>& args) {
   const std::optional<Hardware>& hardware = step.hardware;
   const LoadedWorkload& in = step.in;
   const traces::Workload& w = in.workload;
-  const traces::ExecutionGraph graph = traces::analyze(w, in.source);
-  std::unique_ptr<sim::ModelCost> cost;
-  std::unique_ptr<sim::ResourceContention> contention;
-  search::ConfigPlan plan;
-  std::unique_ptr<search::PlanOverrides> overrides;
-  if (hardware) {
-    try {
-      cost = std::make_unique<sim::ModelCost>(hardware->cluster, hardware->profile, w);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", in.source, e.what()));
-    }
-    if (!plan_path.empty()) {
-      plan = search::load_plan_file(plan_path);
-      overrides = std::make_unique<search::PlanOverrides>(plan, w, *cost, plan_path);
-      cost->set_config_source(overrides.get());
-    }
-    if (!vm.count("no-contention")) {
-      contention = std::make_unique<sim::ResourceContention>(*cost);
-    }
-  } else if (vm.count("no-contention")) {
+  if (!hardware && vm.count("no-contention")) {
     throw po::error("--no-contention needs --cluster");
-  } else if (!plan_path.empty()) {
+  }
+  if (!hardware && !plan_path.empty()) {
     throw po::error("--plan needs --cluster (plans set NCCL parameters the models time)");
   }
-  sim::Engine engine(w, graph, sim::SimOptions{cost.get(), contention.get()});
-  sim::SimResult result;
-  try {
-    result = engine.run();
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", in.source, e.what()));
+  const sim::SimulationOptions options{!vm.count("no-contention"), in.source};
+  std::unique_ptr<sim::Simulation> simulation =
+      hardware ? std::make_unique<sim::Simulation>(w, hardware->cluster, hardware->profile, options)
+               : std::make_unique<sim::Simulation>(w, options);
+  const traces::ExecutionGraph& graph = simulation->graph();
+  search::ConfigPlan plan;
+  std::unique_ptr<search::PlanOverrides> overrides;
+  if (!plan_path.empty()) {
+    plan = search::load_plan_file(plan_path);
+    overrides = std::make_unique<search::PlanOverrides>(plan, w, *simulation->cost(), plan_path);
+    simulation->set_config_source(overrides.get());
   }
-  if (contention) {
-    for (const std::string& warning : contention->warnings()) {
-      fmt::print(stderr, "lagom simulate: warning: {}\n", warning);
-    }
-    if (contention->warning_count() > contention->warnings().size()) {
-      fmt::print(stderr, "lagom simulate: warning: ... and {} more like these\n",
-                 contention->warning_count() - contention->warnings().size());
-    }
+  const sim::SimResult result = simulation->run();
+  for (const std::string& warning : simulation->warnings()) {
+    fmt::print(stderr, "lagom simulate: warning: {}\n", warning);
+  }
+  if (simulation->warning_count() > simulation->warnings().size()) {
+    fmt::print(stderr, "lagom simulate: warning: ... and {} more like these\n",
+               simulation->warning_count() - simulation->warnings().size());
   }
   const sim::StepStats stats = sim::summarize(w, result);
   RunContext ctx;
   ctx.command = "simulate";
   ctx.workload_source = in.source;
   ctx.input_hash = in.input_hash;
-  ctx.cost_model = cost ? std::string(cost->name()) : std::string("fixed (duration_us)");
-  ctx.contention_model = contention ? std::string(contention->name()) : std::string("none");
+  ctx.cost_model = simulation->cost_model_name();
+  ctx.contention_model = simulation->contention_model_name();
   if (hardware) {
     ctx.peak_flops_per_gpu = hardware->profile.gpu.bf16_TFLOPS.value * 1e12;
   }

@@ -10,8 +10,6 @@
 #include "lagom/common/error.hpp"
 #include "lagom/nccl/legality.hpp"
 #include "lagom/search/plan.hpp"
-#include "lagom/sim/engine.hpp"
-#include "lagom/sim/resource_contention.hpp"
 #include "lagom/sim/stats.hpp"
 
 namespace lagom::search {
@@ -47,20 +45,24 @@ bool restrict_to(Subspace& s, const nccl::Tables& t, nccl::CollKind coll, std::i
 
 Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
                      const hardware::HardwareProfile& profile, SpaceOptions space, bool contention)
-    : w_(w), space_(space), contention_(contention), graph_(traces::analyze(w)) {
-  cost_ = std::make_unique<sim::ModelCost>(cluster, profile, w);
+    : w_(w),
+      space_(space),
+      sim_(std::make_unique<sim::Simulation>(w, cluster, profile,
+                                             sim::SimulationOptions{contention, {}})),
+      cost_(sim_->cost()) {
+  const traces::ExecutionGraph& graph = sim_->graph();
   class_of_op_.assign(w.op_count(), -1);
   using Key = std::tuple<int, std::int64_t, int, int>;
   std::map<Key, std::int32_t> index;
   std::vector<std::set<const nccl::Tables*>> tables;
-  for (traces::InstanceId i = 0; i < graph_.instance_count(); ++i) {
-    const auto members = graph_.members(i);
+  for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
+    const auto members = graph.members(i);
     const traces::OpId op = members.front();
     const auto kind = traces::coll_kind_of(w.kind(op));
     if (!kind || !plannable(*kind) || w.duration_ns(op) != traces::kNoDuration) {
       continue;
     }
-    const topologies::CommunicatorInfo& info = cost_->communicator_info(w, op);
+    const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
     const Key key{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
     auto [it, fresh] = index.emplace(key, static_cast<std::int32_t>(classes_.size()));
     if (fresh) {
@@ -69,21 +71,21 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
       c.bytes = w.bytes(op);
       c.nnodes = info.nnodes;
       c.nranks = info.nranks;
-      c.nccl = cost_->config_for(w, op);
+      c.nccl = cost_->config_for(op);
       classes_.push_back(std::move(c));
       tables.emplace_back();
     }
     CollClass& c = classes_[static_cast<std::size_t>(it->second)];
     ++c.calls;
     c.examples.push_back(op);
-    tables[static_cast<std::size_t>(it->second)].insert(&cost_->nccl_tables(w, op));
+    tables[static_cast<std::size_t>(it->second)].insert(&cost_->nccl_tables(op));
     for (traces::OpId m : members) {
       class_of_op_[m] = it->second;
     }
   }
   for (std::size_t j = 0; j < classes_.size(); ++j) {
     CollClass& c = classes_[j];
-    const nccl::Tables& first = cost_->nccl_tables(w, c.examples.front());
+    const nccl::Tables& first = cost_->nccl_tables(c.examples.front());
     c.subspaces = subspaces(first, c.coll, c.bytes, space_);
     for (const nccl::Tables* t : tables[j]) {
       if (t != &first) {
@@ -98,7 +100,7 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
   }
   current_.resize(classes_.size());
   active_.assign(classes_.size(), false);
-  cost_->set_config_source(this);
+  sim_->set_config_source(this);
 }
 
 Evaluator::~Evaluator() = default;
@@ -115,7 +117,7 @@ nccl::ConfigOverride Evaluator::override_of(const nccl::CommConfig& c) const {
 
 nccl::CommConfig Evaluator::applied(std::size_t j, const nccl::CommConfig& c) const {
   const CollClass& cls = classes_.at(j);
-  return nccl::resolve_config(cost_->nccl_tables(w_, cls.examples.front()), cls.coll, cls.bytes,
+  return nccl::resolve_config(cost_->nccl_tables(cls.examples.front()), cls.coll, cls.bytes,
                               override_of(c));
 }
 
@@ -139,12 +141,7 @@ Evaluation Evaluator::evaluate(std::span<const std::optional<nccl::CommConfig>> 
     }
   }
   ++evaluations_;
-  std::unique_ptr<sim::ResourceContention> rc;
-  if (contention_) {
-    rc = std::make_unique<sim::ResourceContention>(*cost_);
-  }
-  sim::Engine engine(w_, graph_, sim::SimOptions{cost_.get(), rc.get()});
-  const sim::SimResult r = engine.run();
+  const sim::SimResult r = sim_->run();
 
   Evaluation e;
   e.step_time = r.step_time;

@@ -26,7 +26,7 @@ PlanOverrides::PlanOverrides(const ConfigPlan& plan, const traces::Workload& w,
     if (!kind || !plannable(*kind)) {
       continue;
     }
-    const topologies::CommunicatorInfo& info = cost.communicator_info(w, op);
+    const topologies::CommunicatorInfo& info = cost.communicator_info(op);
     const PlanRule* rule = plan.find(*kind, w.bytes(op), info.nnodes, info.nranks);
     if (rule == nullptr) {
       continue;
@@ -34,7 +34,7 @@ PlanOverrides::PlanOverrides(const ConfigPlan& plan, const traces::Workload& w,
     const auto i = static_cast<std::size_t>(rule - plan.rules.data());
     rule_of_op_[op] = static_cast<std::int32_t>(i);
     ++matches_[i];
-    const nccl::Tables& tables = cost.nccl_tables(w, op);
+    const nccl::Tables& tables = cost.nccl_tables(op);
     if (checked.emplace(i, &tables, w.bytes(op)).second) {
       try {
         nccl::resolve_config(tables, *kind, w.bytes(op), rules_[i]);

@@ -33,7 +33,7 @@ nccl::CollKind coll_of(const traces::Workload& w, traces::OpId op) {
 
 ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
                      const traces::Workload& w)
-    : cluster_(cluster), profile_(profile), compute_(profile) {
+    : w_(w), cluster_(cluster), profile_(profile), compute_(profile) {
   const std::string env = topologies::describe_nccl_env(cluster.spec());
   name_ =
       fmt::format("lagom collective model (profile {}, cluster {} x{} nodes{}{})", profile.origin,
@@ -83,108 +83,107 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
   // Check pinned configs now, so a bad one stops the run before it starts.
   for (traces::OpId op = 0; op < w.op_count(); ++op) {
     if (w.pinned_config(op) != nullptr) {
-      config_for(w, op);
+      config_for(op);
     }
   }
 }
 
 ModelCost::~ModelCost() = default;
 
-const ModelCost::Communicator& ModelCost::communicator_of(const traces::Workload& w,
-                                                          traces::OpId op) const {
-  if (w.group(op) != traces::kNoGroup) {
-    return *groups_[static_cast<std::size_t>(w.group(op))];
+const ModelCost::Communicator& ModelCost::communicator_of(traces::OpId op) const {
+  if (w_.group(op) != traces::kNoGroup) {
+    return *groups_[static_cast<std::size_t>(w_.group(op))];
   }
-  const int a = static_cast<int>(w.gpu_of(w.rank_of(op)));
-  const int b = static_cast<int>(w.gpu_of(static_cast<traces::Rank>(w.peer(op))));
+  const int a = static_cast<int>(w_.gpu_of(w_.rank_of(op)));
+  const int b = static_cast<int>(w_.gpu_of(static_cast<traces::Rank>(w_.peer(op))));
   return *pairs_.at({std::min(a, b), std::max(a, b)});
 }
 
-nccl::CommConfig ModelCost::config_for(const traces::Workload& w, traces::OpId op) const {
-  const nccl::CollKind kind = coll_of(w, op);
-  const Communicator& c = communicator_of(w, op);
+nccl::CommConfig ModelCost::config_for(traces::OpId op) const {
+  const nccl::CollKind kind = coll_of(w_, op);
+  const Communicator& c = communicator_of(op);
   if (source_ != nullptr) {
     if (const nccl::ConfigOverride* o = source_->override_for(op)) {
       try {
-        return nccl::resolve_config(c.tables, kind, w.bytes(op), *o);
+        return nccl::resolve_config(c.tables, kind, w_.bytes(op), *o);
       } catch (const Error& e) {
-        throw Error(fmt::format("{}: plan: {}", w.describe(op), e.what()));
+        throw Error(fmt::format("{}: plan: {}", w_.describe(op), e.what()));
       }
     }
   }
-  const nccl::ConfigOverride* pinned = w.pinned_config(op);
+  const nccl::ConfigOverride* pinned = w_.pinned_config(op);
   try {
-    return nccl::resolve_config(c.tables, kind, w.bytes(op),
+    return nccl::resolve_config(c.tables, kind, w_.bytes(op),
                                 pinned != nullptr ? *pinned : nccl::ConfigOverride{});
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}: {}", w.describe(op),
+    throw Error(fmt::format("{}: {}: {}", w_.describe(op),
                             pinned != nullptr ? "pinned config" : "NCCL's own choice", e.what()));
   }
 }
 
-const nccl::Tables& ModelCost::nccl_tables(const traces::Workload& w, traces::OpId op) const {
-  return communicator_of(w, op).tables;
+const nccl::Tables& ModelCost::nccl_tables(traces::OpId op) const {
+  return communicator_of(op).tables;
 }
 
-const topologies::CommunicatorInfo& ModelCost::communicator_info(const traces::Workload& w,
-                                                                 traces::OpId op) const {
-  return communicator_of(w, op).info;
+const topologies::CommunicatorInfo& ModelCost::communicator_info(traces::OpId op) const {
+  return communicator_of(op).info;
 }
 
-const CollectiveModel& ModelCost::collective_model(const traces::Workload& w,
-                                                   traces::OpId op) const {
-  return *communicator_of(w, op).model;
+const CollectiveModel& ModelCost::collective_model(traces::OpId op) const {
+  return *communicator_of(op).model;
 }
 
-CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op) const {
-  return estimate(w, op, config_for(w, op));
+CollectiveEstimate ModelCost::estimate(traces::OpId op) const {
+  return estimate(op, config_for(op));
 }
 
-CollectiveEstimate ModelCost::estimate(const traces::Workload& w, traces::OpId op,
-                                       const nccl::CommConfig& config) const {
-  const Communicator& c = communicator_of(w, op);
-  if (traces::is_p2p(w.kind(op))) {
+CollectiveEstimate ModelCost::estimate(traces::OpId op, const nccl::CommConfig& config) const {
+  const Communicator& c = communicator_of(op);
+  if (traces::is_p2p(w_.kind(op))) {
     // On the sender's own path to the receiver.
-    const auto self = w.rank_of(op);
-    const auto peer = static_cast<traces::Rank>(w.peer(op));
-    const bool sends = w.kind(op) == traces::OpKind::kSend;
-    return c.model->estimate_p2p(w.bytes(op), config,
-                                 static_cast<int>(w.gpu_of(sends ? self : peer)),
-                                 static_cast<int>(w.gpu_of(sends ? peer : self)));
+    const auto self = w_.rank_of(op);
+    const auto peer = static_cast<traces::Rank>(w_.peer(op));
+    const bool sends = w_.kind(op) == traces::OpKind::kSend;
+    return c.model->estimate_p2p(w_.bytes(op), config,
+                                 static_cast<int>(w_.gpu_of(sends ? self : peer)),
+                                 static_cast<int>(w_.gpu_of(sends ? peer : self)));
   }
-  return c.model->estimate(coll_of(w, op), w.bytes(op), config);
+  return c.model->estimate(coll_of(w_, op), w_.bytes(op), config);
 }
 
-double ModelCost::alone_us(const traces::Workload& w, traces::OpId op) const {
-  if (w.duration_ns(op) != traces::kNoDuration) {
-    return static_cast<double>(w.duration_ns(op)) / 1e3;
+double ModelCost::alone_us(traces::OpId op) const {
+  if (w_.duration_ns(op) != traces::kNoDuration) {
+    return static_cast<double>(w_.duration_ns(op)) / 1e3;
   }
-  static const traces::ExecutionGraph kNoGraph;  // standalone_time does not use the graph
-  return standalone_time(w, kNoGraph, op).us();
+  return model_time(op).us();
 }
 
-Time ModelCost::standalone_time(const traces::Workload& w, const traces::ExecutionGraph&,
+Time ModelCost::standalone_time(const traces::Workload&, const traces::ExecutionGraph&,
                                 traces::OpId op) const {
-  switch (w.kind(op)) {
+  return model_time(op);
+}
+
+Time ModelCost::model_time(traces::OpId op) const {
+  switch (w_.kind(op)) {
     case traces::OpKind::kCompute: {
-      const traces::ComputeShape* shape = w.compute_shape(op);
-      if (shape == nullptr && w.bytes(op) == 0) {
+      const traces::ComputeShape* shape = w_.compute_shape(op);
+      if (shape == nullptr && w_.bytes(op) == 0) {
         throw Error(
             fmt::format("{} has no 'duration_us' and nothing to model it from: give "
                         "'duration_us', or its work ('flops', 'bytes', and where known "
                         "'blocks', 'blocks_per_sm', 'class')",
-                        w.describe(op)));
+                        w_.describe(op)));
       }
       return Time::from_us(
-          compute_.alone(shape ? *shape : traces::ComputeShape{}, static_cast<double>(w.bytes(op)))
+          compute_.alone(shape ? *shape : traces::ComputeShape{}, static_cast<double>(w_.bytes(op)))
               .time_us);
     }
     case traces::OpKind::kMemcpy:
       return Time::from_us(
-          2.0 * static_cast<double>(w.bytes(op)) /
+          2.0 * static_cast<double>(w_.bytes(op)) /
           (profile_.gpu.hbm_GBps.value * profile_.contention.hbm_efficiency.value * 1e3));
     default:
-      return Time::from_us(estimate(w, op).time_us);
+      return Time::from_us(estimate(op).time_us);
   }
 }
 

@@ -110,9 +110,9 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     last_info_ = &it->second;
     return it->second;
   }
-  const nccl::CommConfig cfg = models_.config_for(w, op);
-  const CollectiveEstimate e = models_.estimate(w, op, cfg);
-  const CollectiveModel& model = models_.collective_model(w, op);
+  const nccl::CommConfig cfg = models_.config_for(op);
+  const CollectiveEstimate e = models_.estimate(op, cfg);
+  const CollectiveModel& model = models_.collective_model(op);
   const nccl::CollKind ck = *traces::coll_kind_of(kind);
   CommInfo c;
   c.time_us = e.time_us;
@@ -131,7 +131,7 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
             bytes * l.per_byte * scale * per_us;
       }
     };
-    const topologies::CommunicatorInfo& info = models_.communicator_info(w, op);
+    const topologies::CommunicatorInfo& info = models_.communicator_info(op);
     const auto gpu_of = [&](std::int32_t rank) {
       return static_cast<int>(w.gpu_of(static_cast<traces::Rank>(rank)));
     };
@@ -332,7 +332,7 @@ void ResourceContention::started(const Activity& a) {
     run.duration_only = shape == nullptr && run.bytes == 0;
     if (!run.duration_only) {
       run.alone_model_us = cm.alone(run.shape, run.bytes).time_us;
-      run.alone_us = models_.alone_us(w, a.subject);
+      run.alone_us = models_.alone_us(a.subject);
     }
     run.flow = kNoFlow;
     gpus_[w.rank_of(a.subject)].kernels.push_back(a.slot);
@@ -341,7 +341,7 @@ void ResourceContention::started(const Activity& a) {
   } else {
     // Memcpy: copy engines read and write every byte through HBM.
     run.op = a.subject;
-    const double t = models_.alone_us(w, a.subject);
+    const double t = models_.alone_us(a.subject);
     const double bytes = 2.0 * static_cast<double>(w.bytes(a.subject));
     scratch_.clear();
     if (t > 0 && bytes > 0) {

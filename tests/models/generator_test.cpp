@@ -1025,7 +1025,7 @@ TEST(GeneratorChakra, RoundTripOfAGeneratedStepSimulatesIdentically) {
   const Hardware hw = hardware("dgx-h100", 1);
   const sim::ModelCost cost(hw.cluster, hw.profile, s.workload);
   const Workload w = with_durations(s.workload, [&](OpId op) {
-    return 1000 * static_cast<std::int64_t>(std::llround(cost.alone_us(s.workload, op)));
+    return 1000 * static_cast<std::int64_t>(std::llround(cost.alone_us(op)));
   });
   test::TempDir tmp;
   const std::string prefix = (tmp.path() / "phi2").string();

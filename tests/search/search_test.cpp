@@ -169,7 +169,7 @@ TEST(SearchEvaluator, ClassesGroupCallsOfOneCollectiveSizeAndCommunicator) {
     EXPECT_EQ(c.calls, c.coll == nccl::CollKind::kAllGather && c.bytes == 16 * kMiB ? 2 : 1);
     EXPECT_FALSE(c.subspaces.empty());
     // NCCL's own choice, as the simulator makes it without a plan.
-    const nccl::CommConfig n = cost.config_for(w, c.examples.front());
+    const nccl::CommConfig n = cost.config_for(c.examples.front());
     EXPECT_EQ(c.nccl.algo, n.algo);
     EXPECT_EQ(c.nccl.proto, n.proto);
     EXPECT_EQ(c.nccl.nchannels, n.nchannels);
@@ -343,7 +343,7 @@ TEST(SearchMethods, ChannelsOnlyPlansReplayExactlyOnNvswitch) {
     const sim::ModelCost cost(h100().cluster, h100().profile, w);
     for (std::size_t j = 0; j < r.choices.size(); ++j) {
       const search::CollClass& c = eval.classes()[j];
-      const nccl::Tables& t = cost.nccl_tables(w, c.examples.front());
+      const nccl::Tables& t = cost.nccl_tables(c.examples.front());
       EXPECT_FALSE(nccl::why_illegal(t.comm, c.coll, r.choices[j].config).has_value());
     }
   }

@@ -69,11 +69,11 @@ struct Ran {
 };
 
 Ran run(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
-        traces::Workload w) {
+        const traces::Workload& w) {
   const ModelCost cost(cluster, profile, w);
   ResourceContention model(cost);
   Checked checked(model);
-  Ran r{test::simulate(std::move(w), SimOptions{&cost, &checked}), {}, 0};
+  Ran r{test::simulate(w, SimOptions{&cost, &checked}), {}, 0};  // a copy: cost reads `w`
   r.violations = checked.violations;
   r.solves = checked.solves;
   r.saturated = checked.saturated;
@@ -385,8 +385,8 @@ TEST(ContentionPhysics, AStreamingKernelAndAnAllReduceShareHbm) {
   EXPECT_TRUE(r.violations.empty()) << r.violations.front();
   const double t_k = r.s.r.ops[r.s.op("k0")].alone.us();
   const double t_c = r.s.r.ops[r.s.op("c0")].alone.us();
-  const CommConfig cfg = cost.config_for(r.s.w, r.s.op("c0"));
-  const CollectiveModel& m = cost.collective_model(r.s.w, r.s.op("c0"));
+  const CommConfig cfg = cost.config_for(r.s.op("c0"));
+  const CollectiveModel& m = cost.collective_model(r.s.op("c0"));
   const CollectiveEstimate e = m.estimate(CollKind::kAllReduce, 1073741824, cfg);
   const double d_k = 4e10 / (t_k * 1e3);
   const double d_c =

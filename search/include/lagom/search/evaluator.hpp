@@ -17,6 +17,7 @@
 #include "lagom/hardware/profile.hpp"
 #include "lagom/search/space.hpp"
 #include "lagom/sim/model_cost.hpp"
+#include "lagom/sim/simulation.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/traces/execution_graph.hpp"
 #include "lagom/traces/workload.hpp"
@@ -72,9 +73,8 @@ class Evaluator final : private sim::ConfigSource {
 
   const traces::Workload& w_;
   SpaceOptions space_;
-  bool contention_;
-  traces::ExecutionGraph graph_;
-  std::unique_ptr<sim::ModelCost> cost_;
+  std::unique_ptr<sim::Simulation> sim_;
+  const sim::ModelCost* cost_;  // sim_'s
   std::vector<CollClass> classes_;
   std::vector<std::int32_t> class_of_op_;  // -1: not tunable
   std::vector<nccl::ConfigOverride> current_;

@@ -41,8 +41,9 @@ class ConfigSource {
 
 class ModelCost final : public CostModel {
  public:
-  // Checks that the workload fits the cluster and that every pinned config is legal; throws
-  // lagom::Error naming the op otherwise. The cluster, profile and workload must outlive this.
+  // Binds the models to one workload. Checks that it fits the cluster and that every pinned
+  // config is legal; throws lagom::Error naming the op otherwise. The cluster, profile and
+  // workload must outlive this.
   ModelCost(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
             const traces::Workload& w);
   ~ModelCost() override;
@@ -52,25 +53,23 @@ class ModelCost final : public CostModel {
                        traces::OpId op) const override;
 
   // The configuration a communication op runs with and the model's breakdown of its time.
-  nccl::CommConfig config_for(const traces::Workload& w, traces::OpId op) const;
-  CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op) const;
+  nccl::CommConfig config_for(traces::OpId op) const;
+  CollectiveEstimate estimate(traces::OpId op) const;
   // A communication op's estimate under a given configuration (e.g. its resolved one).
-  CollectiveEstimate estimate(const traces::Workload& w, traces::OpId op,
-                              const nccl::CommConfig& config) const;
+  CollectiveEstimate estimate(traces::OpId op, const nccl::CommConfig& config) const;
 
   // How long `op` takes alone, in microseconds: its duration_us when given, else the model's.
-  double alone_us(const traces::Workload& w, traces::OpId op) const;
+  double alone_us(traces::OpId op) const;
 
   // Overrides for communication ops (nullptr: none). The source must outlive its use; changing
   // what it returns between simulations is allowed (nothing here caches configs).
   void set_config_source(const ConfigSource* source) { source_ = source; }
   // NCCL's view of the communicator a communication op runs on: its tuning tables (for its own
   // choice and for legality) and the topology summary (nodes, ranks, paths).
-  const nccl::Tables& nccl_tables(const traces::Workload& w, traces::OpId op) const;
-  const topologies::CommunicatorInfo& communicator_info(const traces::Workload& w,
-                                                        traces::OpId op) const;
+  const nccl::Tables& nccl_tables(traces::OpId op) const;
+  const topologies::CommunicatorInfo& communicator_info(traces::OpId op) const;
   // The collective model of the communicator a communication op runs on.
-  const CollectiveModel& collective_model(const traces::Workload& w, traces::OpId op) const;
+  const CollectiveModel& collective_model(traces::OpId op) const;
 
   const ComputeModel& compute() const { return compute_; }
   const hardware::HardwareProfile& profile() const { return profile_; }
@@ -78,8 +77,10 @@ class ModelCost final : public CostModel {
 
  private:
   struct Communicator;
-  const Communicator& communicator_of(const traces::Workload& w, traces::OpId op) const;
+  const Communicator& communicator_of(traces::OpId op) const;
+  Time model_time(traces::OpId op) const;  // an op without duration_us, by the models
 
+  const traces::Workload& w_;
   const topologies::Cluster& cluster_;
   const hardware::HardwareProfile& profile_;
   ComputeModel compute_;

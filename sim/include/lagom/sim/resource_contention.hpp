@@ -59,7 +59,8 @@ class ResourceContention final : public ContentionModel {
   // `models` must outlive this object; one instance per simulation.
   explicit ResourceContention(const ModelCost& models);
 
-  std::string_view name() const override { return "lagom (links, HBM, SMs; max-min fair)"; }
+  static constexpr std::string_view kName = "lagom (links, HBM, SMs; max-min fair)";
+  std::string_view name() const override { return kName; }
   void bind(const traces::Workload& w, const traces::ExecutionGraph& g) override;
   void waiting(traces::OpId op) override;
   void started(const Activity& a) override;
