@@ -17,6 +17,7 @@
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/units.hpp"
+#include "lagom/models/kernels.hpp"
 #include "lagom/sim/simulation.hpp"
 #include "lagom/traces/execution_graph.hpp"
 
@@ -26,34 +27,14 @@ namespace po = boost::program_options;
 
 namespace {
 
-struct Kernel {
-  std::string name;
-  traces::ComputeShape shape;
-  std::int64_t bytes = 0;
-};
+using models::Kernel;
 
-constexpr double kBf16 = 2.0;  // bytes per element
+constexpr int kBf16 = 2;  // bytes per element
 
-// A GEMM C[m,n] = A[m,k] B[k,n] in bf16 with 128 x 128 output tiles, one CTA per SM.
-Kernel gemm(const std::string& name, double m, double n, double k) {
-  Kernel g;
-  g.name = name;
-  g.shape.flops = 2.0 * m * n * k;
-  g.shape.blocks = static_cast<std::int32_t>(std::ceil(m / 128.0) * std::ceil(n / 128.0));
-  g.shape.cls = traces::ComputeClass::kGemm;
-  g.bytes = static_cast<std::int64_t>(kBf16 * (m * k + k * n + m * n));
-  return g;
-}
-
-// An elementwise op over `elems` bf16 values (read and write), 2,048 values per block.
-Kernel elementwise(const std::string& name, double elems) {
-  Kernel e;
-  e.name = name;
-  e.shape.flops = 8.0 * elems;  // an activation's handful of operations per value
-  e.shape.blocks = static_cast<std::int32_t>(std::ceil(elems / 2048.0));
-  e.shape.cls = traces::ComputeClass::kElementwise;
-  e.bytes = static_cast<std::int64_t>(2.0 * kBf16 * elems);
-  return e;
+// An activation over `elems` bf16 values (read once, written once), a handful of operations
+// each, as the step generators emit it.
+Kernel activation(double elems) {
+  return models::stream(traces::ComputeClass::kElementwise, elems, 8, 1, 1, kBf16);
 }
 
 // "gemm:m=8192,n=8192,k=8192" | "ffn:tokens=4096,hidden=2560,ffn=10240" |
@@ -103,17 +84,17 @@ std::vector<Kernel> parse_compute(const std::string& spec) {
     const double m = need("m");
     const double n = need("n");
     const double k = need("k");
-    one.push_back(gemm("gemm", m, n, k));
+    one.push_back(models::gemm(m, n, k, kBf16));
   } else if (kind == "ffn") {
     // A transformer MLP block: up-projection, activation, down-projection.
     const double tokens = need("tokens");
     const double hidden = need("hidden");
     const double ffn = need("ffn");
-    one.push_back(gemm("ffn.up", tokens, ffn, hidden));
-    one.push_back(elementwise("ffn.act", tokens * ffn));
-    one.push_back(gemm("ffn.down", tokens, hidden, ffn));
+    one.push_back(models::gemm(tokens, ffn, hidden, kBf16));
+    one.push_back(activation(tokens * ffn));
+    one.push_back(models::gemm(tokens, hidden, ffn, kBf16));
   } else if (kind == "elementwise") {
-    one.push_back(elementwise("elementwise", need("elems")));
+    one.push_back(activation(need("elems")));
   } else {
     throw Error(
         fmt::format("--compute '{}': unknown kernel '{}' (gemm, ffn, elementwise)", spec, kind));
@@ -177,8 +158,8 @@ Point run(const Hardware& h, int nranks, traces::OpKind coll, std::int64_t bytes
       const traces::StreamId s = b.add_stream(rank, "compute");
       for (const Kernel& k : kernels) {
         const traces::OpId op =
-            b.add_op(s, traces::OpSpec{traces::OpKind::kCompute, k.bytes, traces::kNoGroup,
-                                       traces::kNoPeer, traces::kNoDuration});
+            b.add_op(s, traces::OpSpec{traces::OpKind::kCompute, static_cast<std::int64_t>(k.bytes),
+                                       traces::kNoGroup, traces::kNoPeer, traces::kNoDuration});
         b.set_compute_shape(op, k.shape);
       }
     }

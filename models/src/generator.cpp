@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "lagom/common/error.hpp"
+#include "lagom/models/kernels.hpp"
+#include "lagom/models/pipeline.hpp"
 
 namespace lagom::models {
 
@@ -33,53 +35,6 @@ double padded_vocab(const ModelSpec& m, const Parallelism& p) {
 // The final norm's weights: RMSNorm has a scale, LayerNorm a scale and a shift.
 double final_norm_params(const ModelSpec& m) {
   return m.rmsnorm ? m.hidden : 2.0 * m.hidden;
-}
-
-// --- Kernels -----------------------------------------------------------------------------------
-
-struct Kernel {
-  ComputeShape shape;
-  double bytes = 0;
-};
-
-// A bf16 GEMM C[m,n] = A[m,k] B[k,n] as cuBLAS runs it: 128 x 128 output tiles, one CTA per SM.
-Kernel gemm(double m, double n, double k, int bpe) {
-  Kernel g;
-  g.shape.flops = 2.0 * m * n * k;
-  g.shape.blocks =
-      static_cast<std::int32_t>(std::min(1e9, std::ceil(m / 128.0) * std::ceil(n / 128.0)));
-  g.shape.blocks_per_sm = 1;
-  g.shape.cls = ComputeClass::kGemm;
-  g.bytes = bpe * (m * k + k * n + m * n);
-  return g;
-}
-
-// A streaming kernel over `elems` values: reads `reads` and writes `writes` tensors of them.
-Kernel stream(ComputeClass cls, double elems, double flops_per_elem, int reads, int writes,
-              int bpe) {
-  Kernel e;
-  e.shape.flops = flops_per_elem * elems;
-  e.shape.blocks = static_cast<std::int32_t>(std::min(1e9, std::ceil(elems / 2048.0)));
-  e.shape.cls = cls;
-  e.bytes = static_cast<double>(bpe) * elems * (reads + writes);
-  return e;
-}
-
-// FlashAttention over `seqs` sequences of `seq` tokens, `heads` heads of width `hd` (forward:
-// QK^T and PV, 4 * seq^2 * hd FLOPs per head and sequence, non-causal as the MFU convention).
-Kernel attention(double seqs, double seq, double heads, double hd, int bpe, double scale) {
-  Kernel a;
-  a.shape.flops = scale * 4.0 * seqs * seq * seq * heads * hd;
-  a.shape.blocks = static_cast<std::int32_t>(std::min(1e9, std::ceil(seq / 128.0) * seqs * heads));
-  a.shape.blocks_per_sm = 1;
-  a.shape.cls = ComputeClass::kAttention;
-  a.bytes = scale * 4.0 * bpe * seqs * seq * heads * hd;  // q, k, v, o
-  return a;
-}
-
-// Backward of a GEMM: the input gradient (dgrad) and the weight gradient (wgrad).
-std::pair<Kernel, Kernel> gemm_backward(double m, double n, double k, int bpe) {
-  return {gemm(m, k, n, bpe), gemm(k, n, m, bpe)};
 }
 
 // --- Blocks ------------------------------------------------------------------------------------
@@ -504,31 +459,7 @@ class Generator {
     const int stages = p_.pp * p_.vpp;
     const double act_bytes = c_.mbs * seq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
 
-    // The 1F1B order of (forward?, micro-batch, chunk) units on this stage.
-    struct Unit {
-      bool fwd;
-      int mb;
-      int chunk;
-    };
-    std::vector<Unit> order;
-    const int total = micro_ * p_.vpp;
-    auto unit = [&](bool fwd, int k) {
-      const int chunk_raw = (k / p_.pp) % p_.vpp;
-      return Unit{fwd, (k / (p_.pp * p_.vpp)) * p_.pp + k % p_.pp,
-                  fwd ? chunk_raw : p_.vpp - 1 - chunk_raw};
-    };
-    int warmup = p_.vpp == 1 ? p_.pp - c.pp - 1 : (p_.pp - c.pp - 1) * 2 + (p_.vpp - 1) * p_.pp;
-    warmup = std::min(warmup, total);
-    for (int k = 0; k < warmup; ++k) {
-      order.push_back(unit(true, k));
-    }
-    for (int k = 0; k < total - warmup; ++k) {
-      order.push_back(unit(true, warmup + k));
-      order.push_back(unit(false, k));
-    }
-    for (int k = total - warmup; k < total; ++k) {
-      order.push_back(unit(false, k));
-    }
+    const std::vector<PipelineUnit> order = pipeline_order(p_.pp, p_.vpp, c.pp, micro_);
 
     const GroupId dpg = dp_group_[static_cast<std::size_t>(r)];
     const GroupId edpg = edp_group_[static_cast<std::size_t>(r)];
@@ -549,11 +480,11 @@ class Generator {
       return pp_pair_.empty() ? traces::kNoGroup
                               : pp_pair_[static_cast<std::size_t>(r)][dir > 0 ? 1 : 0];
     };
-    for (const Unit& u : order) {
+    for (const PipelineUnit& u : order) {
       const int v = u.chunk * p_.pp + c.pp;  // virtual stage
       const int l0 = first_layer_[static_cast<std::size_t>(v)];
       const int l1 = first_layer_[static_cast<std::size_t>(v) + 1];
-      if (u.fwd) {
+      if (u.forward) {
         if (v > 0) {
           add_comm(s.compute, OpKind::kRecv, pp_group(-1), act_bytes, next_rank(-1));
         } else {
@@ -603,7 +534,7 @@ class Generator {
           b_.add_dep(send, producer);
         }
       } else {
-        const bool last_mb = u.mb == micro_ - 1;
+        const bool last_mb = u.micro_batch == micro_ - 1;
         if (v < stages - 1) {
           add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes, next_rank(+1));
         } else {

@@ -1,0 +1,34 @@
+// The compute kernels of a training step, as the step generators emit them and `lagom overlap`
+// runs them: each a compute shape (FLOPs, thread blocks, blocks per SM, class) and the HBM bytes
+// it moves, for the compute model (sim/compute_model.hpp) to time.
+//
+//  * GEMM C[m,n] = A[m,k] B[k,n] as cuBLAS runs it: 128 x 128 output tiles, one CTA per SM;
+//    2 m n k FLOPs; bytes = bpe (m k + k n + m n).
+//  * Streaming kernels (elementwise, norm, optimizer) over `elems` values, 2,048 per block;
+//    bytes = bpe elems (reads + writes).
+//  * FlashAttention forward over `seqs` sequences of `seq` tokens, `heads` heads of width `hd`:
+//    4 seq^2 hd FLOPs per head and sequence (non-causal, the MFU convention), one block per 128
+//    queries per head; bytes: q, k, v and o. `scale` multiplies both (2 for the backward).
+// Block counts are clamped to 1e9 so that absurd shapes stay representable.
+#pragma once
+
+#include <utility>
+
+#include "lagom/traces/workload.hpp"
+
+namespace lagom::models {
+
+struct Kernel {
+  traces::ComputeShape shape;
+  double bytes = 0;  // HBM traffic
+};
+
+Kernel gemm(double m, double n, double k, int bytes_per_element);
+// The backward of a GEMM: the input gradient (dgrad) and the weight gradient (wgrad).
+std::pair<Kernel, Kernel> gemm_backward(double m, double n, double k, int bytes_per_element);
+Kernel stream(traces::ComputeClass cls, double elems, double flops_per_elem, int reads, int writes,
+              int bytes_per_element);
+Kernel attention(double seqs, double seq, double heads, double hd, int bytes_per_element,
+                 double scale);
+
+}  // namespace lagom::models
