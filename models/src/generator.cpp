@@ -11,6 +11,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/models/kernels.hpp"
 #include "lagom/models/pipeline.hpp"
+#include "layout.hpp"
 
 namespace lagom::models {
 
@@ -59,143 +60,31 @@ class Generator {
       : m_(m),
         p_(p),
         c_(c),
-        fold_(c.fold_dp ? p.dp : 1),
-        b_(static_cast<std::uint32_t>(p.world() / (c.fold_dp ? p.dp : 1))) {
+        layout_(p, c.fold_dp),
+        b_(static_cast<std::uint32_t>(layout_.rank_count())) {
     seq_ = c.seq > 0 ? c.seq : m.seq_len;
     bpe_ = c.bytes_per_element;
     splits_ = c.overlap == Overlap::kNone ? 1 : 2;
     micro_ = c.gbs / (c.mbs * p.dense_dp());
     hd_ = m.head_dim > 0 ? m.head_dim : m.hidden / m.heads;
     vocab_ = padded_vocab(m, p);
-    plan_stages();
+    first_layer_ = internal::stage_first_layers(m.layers, p.pp * p.vpp);
   }
 
   GeneratedStep run() {
-    make_groups();
-    for (int r = 0; r < p_.world() / fold_; ++r) {
+    comms_ = internal::make_communicators(layout_, p_, b_);
+    for (int r = 0; r < layout_.rank_count(); ++r) {
       emit_rank(r);
     }
     GeneratedStep out;
     out.figures = figures_;
-    out.folded_replicas = fold_;
+    out.folded_replicas = layout_.fold();
     out.figures.micro_batches = micro_;
     out.workload = std::move(b_).build("generated step");
     return out;
   }
 
  private:
-  // Virtual stage v holds layers [first_layer_[v], first_layer_[v + 1]).
-  void plan_stages() {
-    const int stages = p_.pp * p_.vpp;
-    const int per = (m_.layers + stages - 1) / stages;
-    const int missing = per * stages - m_.layers;
-    first_layer_.assign(static_cast<std::size_t>(stages) + 1, 0);
-    for (int v = 0; v < stages; ++v) {
-      int n = per;
-      // Llama 3's balancing: the first and the last stage (which also hold the embedding and
-      // the output head) give up a layer each.
-      if (missing >= 1 && v == 0) {
-        n -= 1;
-      }
-      if (missing >= 2 && v == stages - 1) {
-        n -= 1;
-      }
-      first_layer_[static_cast<std::size_t>(v) + 1] = first_layer_[static_cast<std::size_t>(v)] + n;
-    }
-  }
-
-  // A GPU's place in the parallel layout. `r` below is a workload rank: with folding, the
-  // workload holds data-parallel replica 0 only and rank r stands for all its replicas.
-  struct Coord {
-    int tp, ep, dp, pp;
-  };
-  Coord coord(int r) const {
-    const int dp = fold_ > 1 ? 1 : p_.dp;
-    return Coord{r % p_.tp, (r / p_.tp) % p_.ep, (r / (p_.tp * p_.ep)) % dp,
-                 r / (p_.tp * p_.ep * dp)};
-  }
-  // The cluster GPU (Megatron order tp-cp-ep-dp-pp) and the workload rank of a layout position.
-  int gpu_of(const Coord& c) const { return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp)); }
-  int rank_of(const Coord& c) const {
-    const int dp = fold_ > 1 ? 1 : p_.dp;
-    return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + dp * c.pp));
-  }
-
-  // One communicator per set of GPUs that vary only along `vary`'s axis. Workload members are
-  // the positions that are simulated (replica 0 when folding); `gpus` all of them.
-  template <typename Vary>
-  void build_groups(std::vector<GroupId>& of, const char* prefix, Vary vary, int size) {
-    if (size <= 1) {
-      return;
-    }
-    const int nranks = p_.world() / fold_;
-    int next = 0;
-    for (int r = 0; r < nranks; ++r) {
-      if (of[static_cast<std::size_t>(r)] != traces::kNoGroup) {
-        continue;
-      }
-      std::vector<Rank> members;
-      std::vector<std::uint32_t> gpus;
-      for (int i = 0; i < size; ++i) {
-        const Coord c = vary(coord(r), i);
-        gpus.push_back(static_cast<std::uint32_t>(gpu_of(c)));
-        if (fold_ == 1 || c.dp == 0) {
-          members.push_back(static_cast<Rank>(rank_of(c)));
-        }
-      }
-      if (fold_ == 1) {
-        gpus.clear();  // the ranks are the GPUs
-      }
-      const GroupId g = b_.add_group(fmt::format("{}{}", prefix, next++), members, gpus);
-      for (Rank m : members) {
-        of[m] = g;
-      }
-    }
-  }
-
-  void make_groups() {
-    const auto nranks = static_cast<std::size_t>(p_.world() / fold_);
-    tp_group_.assign(nranks, traces::kNoGroup);
-    dp_group_ = tp_group_;
-    ep_group_ = tp_group_;
-    edp_group_ = tp_group_;
-    // Communicators along one axis of the layout: the GPUs that differ only in `axis`.
-    auto along = [](int Coord::*axis) {
-      return [axis](Coord c, int i) {
-        c.*axis = i;
-        return c;
-      };
-    };
-    build_groups(tp_group_, "tp", along(&Coord::tp), p_.tp);
-    build_groups(ep_group_, "ep", along(&Coord::ep), p_.ep);
-    build_groups(edp_group_, "edp", along(&Coord::dp), p_.dp);
-    // Dense data parallelism spans the expert-parallel and data-parallel coordinates.
-    build_groups(
-        dp_group_, "dp",
-        [this](Coord c, int i) {
-          c.ep = i % p_.ep;
-          c.dp = i / p_.ep;
-          return c;
-        },
-        p_.dense_dp());
-    // Folded pipelines send between stages on two-rank communicators that carry the GPUs.
-    if (fold_ > 1 && p_.pp > 1) {
-      pp_pair_.assign(nranks, {traces::kNoGroup, traces::kNoGroup});
-      int next = 0;
-      for (std::size_t r = 0; r < nranks; ++r) {
-        Coord a = coord(static_cast<int>(r));
-        Coord b = a;
-        b.pp = (a.pp + 1) % p_.pp;
-        const auto rb = static_cast<std::size_t>(rank_of(b));
-        const GroupId g = b_.add_group(
-            fmt::format("pp{}", next++), {static_cast<Rank>(r), static_cast<Rank>(rb)},
-            {static_cast<std::uint32_t>(gpu_of(a)), static_cast<std::uint32_t>(gpu_of(b))});
-        pp_pair_[r][1] = g;   // to the next stage
-        pp_pair_[rb][0] = g;  // from the previous stage
-      }
-    }
-  }
-
   // --- Emission helpers ------------------------------------------------------------------------
 
   OpId add_kernel(StreamId s, const Kernel& k) {
@@ -223,7 +112,7 @@ class Generator {
     const double tokens = seqs * seq_;
     const double h = m_.hidden;
     const double tp = p_.tp;
-    const GroupId tpg = tp_group_[static_cast<std::size_t>(rank)];
+    const GroupId tpg = comms_.tp[static_cast<std::size_t>(rank)];
     const double act_bytes = tokens * h * bpe_;
     auto tp_reduce = [&]() -> std::optional<Comm> {
       if (p_.tp == 1) {
@@ -265,7 +154,7 @@ class Generator {
       mlp.comm = tp_reduce();
       blocks.push_back(mlp);
     } else {
-      const GroupId epg = ep_group_[static_cast<std::size_t>(rank)];
+      const GroupId epg = comms_.ep[static_cast<std::size_t>(rank)];
       const double routed = tokens * m_.top_k;  // token-expert pairs this GPU sends
       Block router;
       router.kernels.push_back(gemm(tokens, m_.experts, h, bpe_));
@@ -439,7 +328,7 @@ class Generator {
   }
 
   void emit_rank(int r) {
-    const Coord c = coord(r);
+    const internal::Coord c = layout_.coord(r);
     const auto rank = static_cast<Rank>(r);
     RankStreams s;
     s.compute = b_.add_stream(rank, "compute");
@@ -461,8 +350,8 @@ class Generator {
 
     const std::vector<PipelineUnit> order = pipeline_order(p_.pp, p_.vpp, c.pp, micro_);
 
-    const GroupId dpg = dp_group_[static_cast<std::size_t>(r)];
-    const GroupId edpg = edp_group_[static_cast<std::size_t>(r)];
+    const GroupId dpg = comms_.dp[static_cast<std::size_t>(r)];
+    const GroupId edpg = comms_.edp[static_cast<std::size_t>(r)];
     const bool fsdp = p_.zero == 3 && dp_comm;
     double bucket = 0;
     double expert_bucket = 0;
@@ -471,14 +360,14 @@ class Generator {
     std::optional<OpId> prefetch_dep;  // FSDP: an all-gather waits for the layer before last
 
     auto next_rank = [&](int dir) {
-      Coord o = c;
+      internal::Coord o = c;
       o.pp = (c.pp + dir + p_.pp) % p_.pp;
-      return rank_of(o);
+      return layout_.rank_of(o);
     };
     // The communicator of a pipeline transfer: none (the two ranks) unless folded.
     auto pp_group = [&](int dir) {
-      return pp_pair_.empty() ? traces::kNoGroup
-                              : pp_pair_[static_cast<std::size_t>(r)][dir > 0 ? 1 : 0];
+      return comms_.pp_pair.empty() ? traces::kNoGroup
+                                    : comms_.pp_pair[static_cast<std::size_t>(r)][dir > 0 ? 1 : 0];
     };
     for (const PipelineUnit& u : order) {
       const int v = u.chunk * p_.pp + c.pp;  // virtual stage
@@ -649,7 +538,7 @@ class Generator {
   const ModelSpec& m_;
   Parallelism p_;
   TrainingConfig c_;
-  int fold_ = 1;  // data-parallel replicas each workload rank stands for
+  internal::RankLayout layout_;
   traces::WorkloadBuilder b_;
   int seq_ = 0;
   int bpe_ = 2;
@@ -658,8 +547,7 @@ class Generator {
   double hd_ = 0;
   double vocab_ = 0;
   std::vector<int> first_layer_;
-  std::vector<GroupId> tp_group_, dp_group_, ep_group_, edp_group_;
-  std::vector<std::array<GroupId, 2>> pp_pair_;  // folded only: [from previous, to next]
+  internal::Communicators comms_;
   StepFigures figures_;
   bool recomputing_ = false;  // emitting a recomputed forward (not model FLOPs)
 };

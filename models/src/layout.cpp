@@ -1,0 +1,131 @@
+// The parallel layout of a generated step (see layout.hpp).
+#include "layout.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string_view>
+
+namespace lagom::models::internal {
+
+using traces::GroupId;
+using traces::Rank;
+
+Coord RankLayout::coord(int r) const {
+  const int dp = fold_ > 1 ? 1 : p_.dp;
+  return Coord{r % p_.tp, (r / p_.tp) % p_.ep, (r / (p_.tp * p_.ep)) % dp,
+               r / (p_.tp * p_.ep * dp)};
+}
+
+int RankLayout::gpu_of(const Coord& c) const {
+  return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp));
+}
+
+int RankLayout::rank_of(const Coord& c) const {
+  const int dp = fold_ > 1 ? 1 : p_.dp;
+  return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + dp * c.pp));
+}
+
+namespace {
+
+// One communicator per set of GPUs that vary only along `vary`'s axis. Workload members are the
+// positions that are simulated (replica 0 when folding); `gpus` all of them.
+template <typename Vary>
+void build_groups(const RankLayout& layout, traces::WorkloadBuilder& b, std::vector<GroupId>& of,
+                  std::string_view prefix, Vary vary, int size) {
+  if (size <= 1) {
+    return;
+  }
+  const bool folded = layout.fold() > 1;
+  int next = 0;
+  for (int r = 0; r < layout.rank_count(); ++r) {
+    if (of[static_cast<std::size_t>(r)] != traces::kNoGroup) {
+      continue;
+    }
+    std::vector<Rank> members;
+    std::vector<std::uint32_t> gpus;
+    for (int i = 0; i < size; ++i) {
+      const Coord c = vary(layout.coord(r), i);
+      gpus.push_back(static_cast<std::uint32_t>(layout.gpu_of(c)));
+      if (!folded || c.dp == 0) {
+        members.push_back(static_cast<Rank>(layout.rank_of(c)));
+      }
+    }
+    if (!folded) {
+      gpus.clear();  // the ranks are the GPUs
+    }
+    const GroupId g = b.add_group(fmt::format("{}{}", prefix, next++), members, gpus);
+    for (Rank m : members) {
+      of[m] = g;
+    }
+  }
+}
+
+// Communicators along one axis of the layout: the GPUs that differ only in `axis`.
+auto along(int Coord::*axis) {
+  return [axis](Coord c, int i) {
+    c.*axis = i;
+    return c;
+  };
+}
+
+}  // namespace
+
+Communicators make_communicators(const RankLayout& layout, const Parallelism& p,
+                                 traces::WorkloadBuilder& b) {
+  const auto nranks = static_cast<std::size_t>(layout.rank_count());
+  Communicators c;
+  c.tp.assign(nranks, traces::kNoGroup);
+  c.dp = c.tp;
+  c.ep = c.tp;
+  c.edp = c.tp;
+  build_groups(layout, b, c.tp, "tp", along(&Coord::tp), p.tp);
+  build_groups(layout, b, c.ep, "ep", along(&Coord::ep), p.ep);
+  build_groups(layout, b, c.edp, "edp", along(&Coord::dp), p.dp);
+  // Dense data parallelism spans the expert-parallel and data-parallel coordinates.
+  build_groups(
+      layout, b, c.dp, "dp",
+      [&p](Coord k, int i) {
+        k.ep = i % p.ep;
+        k.dp = i / p.ep;
+        return k;
+      },
+      p.dense_dp());
+  // Folded pipelines send between stages on two-rank communicators that carry the GPUs.
+  if (layout.fold() > 1 && p.pp > 1) {
+    c.pp_pair.assign(nranks, {traces::kNoGroup, traces::kNoGroup});
+    int next = 0;
+    for (std::size_t r = 0; r < nranks; ++r) {
+      const Coord a = layout.coord(static_cast<int>(r));
+      Coord to = a;
+      to.pp = (a.pp + 1) % p.pp;
+      const auto rb = static_cast<std::size_t>(layout.rank_of(to));
+      const GroupId g =
+          b.add_group(fmt::format("pp{}", next++), {static_cast<Rank>(r), static_cast<Rank>(rb)},
+                      {static_cast<std::uint32_t>(layout.gpu_of(a)),
+                       static_cast<std::uint32_t>(layout.gpu_of(to))});
+      c.pp_pair[r][1] = g;   // to the next stage
+      c.pp_pair[rb][0] = g;  // from the previous stage
+    }
+  }
+  return c;
+}
+
+std::vector<int> stage_first_layers(int layers, int stages) {
+  const int per = (layers + stages - 1) / stages;
+  const int missing = per * stages - layers;
+  std::vector<int> first(static_cast<std::size_t>(stages) + 1, 0);
+  for (int v = 0; v < stages; ++v) {
+    int n = per;
+    if (missing >= 1 && v == 0) {
+      n -= 1;
+    }
+    if (missing >= 2 && v == stages - 1) {
+      n -= 1;
+    }
+    first[static_cast<std::size_t>(v) + 1] = first[static_cast<std::size_t>(v)] + n;
+  }
+  return first;
+}
+
+}  // namespace lagom::models::internal

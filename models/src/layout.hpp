@@ -1,0 +1,50 @@
+// Internal: where the ranks of a generated step sit in the parallel layout (Megatron's order
+// tp-cp-ep-dp-pp, tensor-parallel rank fastest), the communicators that follow from it, and the
+// layers of each pipeline stage.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "lagom/models/generator.hpp"
+#include "lagom/traces/workload.hpp"
+
+namespace lagom::models::internal {
+
+// A GPU's place in the layout.
+struct Coord {
+  int tp, ep, dp, pp;
+};
+
+// With folding, the workload holds data-parallel replica 0 only and workload rank r stands for
+// all its replicas; `gpu_of` still names every cluster GPU.
+class RankLayout {
+ public:
+  RankLayout(const Parallelism& p, bool fold_dp) : p_(p), fold_(fold_dp ? p.dp : 1) {}
+  int fold() const { return fold_; }  // data-parallel replicas each workload rank stands for
+  int rank_count() const { return p_.world() / fold_; }
+  Coord coord(int rank) const;
+  int gpu_of(const Coord& c) const;   // the cluster GPU
+  int rank_of(const Coord& c) const;  // the workload rank (c.dp == 0 when folded)
+
+ private:
+  Parallelism p_;
+  int fold_ = 1;
+};
+
+// Per workload rank, its communicator along each axis (kNoGroup where the degree is 1).
+struct Communicators {
+  std::vector<traces::GroupId> tp, dp, ep, edp;  // dp: dense (ep x dp); edp: expert data parallel
+  // Folded pipelines only: the two-rank communicators that carry the GPUs of each stage
+  // transfer, [from the previous stage, to the next].
+  std::vector<std::array<traces::GroupId, 2>> pp_pair;
+};
+Communicators make_communicators(const RankLayout& layout, const Parallelism& p,
+                                 traces::WorkloadBuilder& b);
+
+// Virtual stage v of pp * vpp holds layers [first[v], first[v + 1]). Stages get the layers in
+// equal parts; when they do not divide, the first and the last stage give up a layer each, as
+// Llama 3 balanced them (they also hold the embedding and the output head).
+std::vector<int> stage_first_layers(int layers, int stages);
+
+}  // namespace lagom::models::internal
