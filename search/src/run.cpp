@@ -1,0 +1,82 @@
+// The search run every method shares (see run.hpp).
+#include "run.hpp"
+
+#include <chrono>
+
+namespace lagom::search::internal {
+
+Evaluation SearchRun::evaluate(const Configs& configs) {
+  last_ = eval_.evaluate(configs);
+  last_configs_ = configs;
+  ++evaluations_;
+  return last_;
+}
+
+void SearchRun::keep_best(const Configs& cfg) {
+  const Evaluation e = evaluate(cfg);
+  if (e.step_time < best_.step_time) {
+    best_configs_ = cfg;
+    best_ = e;
+  }
+}
+
+SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool never_slower) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Configs nccl(classes_.size());
+  nccl_eval_ = evaluate(nccl);
+  best_configs_ = nccl;
+  best_ = nccl_eval_;
+  Configs best = walk(*this);
+  // The plan's own evaluation: reused when it was the last or the best one simulated; otherwise
+  // one more, which the walks keep inside the budget (spent() reserves it).
+  Evaluation final_eval = best == last_configs_   ? last_
+                          : best == best_configs_ ? best_
+                                                  : evaluate(best);
+  // A method that optimises the step can always keep NCCL's own choice (search.cpp's table).
+  if (never_slower && final_eval.step_time > nccl_eval_.step_time) {
+    best = nccl;
+    final_eval = nccl_eval_;
+  }
+  SearchResult r;
+  r.method = method;
+  r.step_time = final_eval.step_time;
+  r.nccl_step_time = nccl_eval_.step_time;
+  r.evaluations = evaluations_;
+  r.search_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    const CollClass& c = classes_[j];
+    ClassChoice ch;
+    ch.config = best[j] ? eval_.applied(j, *best[j]) : c.nccl;
+    ch.time_us = final_eval.comm_us[j] / c.calls;
+    ch.nccl_time_us = nccl_eval_.comm_us[j] / c.calls;
+    r.choices.push_back(ch);
+    if (method == Method::kNccl) {
+      continue;
+    }
+    PlanRule rule;
+    rule.coll = c.coll;
+    rule.min_bytes = rule.max_bytes = c.bytes;
+    rule.nnodes = c.nnodes;
+    rule.nranks = c.nranks;
+    rule.algo = ch.config.algo;
+    rule.proto = ch.config.proto;
+    rule.nchannels = ch.config.nchannels;
+    if (eval_.space().resources == Resources::kFull) {
+      rule.nthreads = ch.config.nthreads;
+      rule.chunk_bytes = ch.config.chunk_bytes;
+    }
+    rule.calls = c.calls;
+    rule.time_us = ch.time_us;
+    rule.nccl = c.nccl;
+    rule.nccl_time_us = ch.nccl_time_us;
+    r.plan.rules.push_back(rule);
+  }
+  r.plan.context.method = std::string(to_string(method));
+  r.plan.context.step_time_us = r.step_time.us();
+  r.plan.context.nccl_step_time_us = r.nccl_step_time.us();
+  r.plan.context.evaluations = r.evaluations;
+  return r;
+}
+
+}  // namespace lagom::search::internal

@@ -1,0 +1,130 @@
+// Internal: what every search method shares. A SearchRun holds the evaluator, the options, the
+// evaluations spent and the best plan so far; a method (autoccl.cpp, lagom.cpp, oracles.cpp)
+// walks the space through it and returns the configurations it ends on. search.cpp's method
+// table dispatches to them.
+#pragma once
+
+#include <array>
+#include <compare>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "lagom/search/evaluator.hpp"
+#include "lagom/search/search.hpp"
+
+namespace lagom::search::internal {
+
+using Configs = std::vector<std::optional<nccl::CommConfig>>;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A grid point of one class: subspace and (channels, threads, chunk) indices.
+struct Point {
+  int sub = 0;
+  std::array<int, 3> idx{0, 0, 0};
+  auto operator<=>(const Point&) const = default;
+};
+
+inline int axis_size(const Subspace& s, int d) {
+  switch (d) {
+    case 0:
+      return static_cast<int>(s.channels.size());
+    case 1:
+      return static_cast<int>(s.threads.size());
+    default:
+      return static_cast<int>(s.chunks.size());
+  }
+}
+
+inline nccl::CommConfig config_of(const CollClass& c, const Point& p) {
+  return c.subspaces[static_cast<std::size_t>(p.sub)].at(static_cast<std::size_t>(p.idx[0]),
+                                                         static_cast<std::size_t>(p.idx[1]),
+                                                         static_cast<std::size_t>(p.idx[2]));
+}
+
+template <typename T>
+inline int nearest(const std::vector<T>& values, T want) {
+  int best = 0;
+  for (std::size_t i = 1; i < values.size(); ++i) {
+    const auto d = [&](T v) { return v > want ? v - want : want - v; };
+    if (d(values[i]) < d(values[static_cast<std::size_t>(best)])) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+// The subspace of (algo, proto), or -1.
+inline int find_subspace(const CollClass& c, nccl::Algorithm a, nccl::Protocol p) {
+  for (std::size_t s = 0; s < c.subspaces.size(); ++s) {
+    if (c.subspaces[s].algo == a && c.subspaces[s].proto == p) {
+      return static_cast<int>(s);
+    }
+  }
+  return -1;
+}
+
+// The grid point nearest to NCCL's own resources in subspace `sub`.
+inline Point nccl_point(const CollClass& c, int sub) {
+  const Subspace& s = c.subspaces[static_cast<std::size_t>(sub)];
+  return Point{sub,
+               {nearest(s.channels, s.nccl.nchannels), nearest(s.threads, s.nccl.nthreads),
+                nearest(s.chunks, s.nccl.chunk_bytes)}};
+}
+
+// The subspace NCCL picks for the class (its first when NCCL's choice is outside the space).
+inline int nccl_subspace(const CollClass& c) {
+  const int s = find_subspace(c, c.nccl.algo, c.nccl.proto);
+  return s >= 0 ? s : 0;
+}
+
+class SearchRun {
+ public:
+  SearchRun(Evaluator& eval, const SearchOptions& options)
+      : eval_(eval), o_(options), classes_(eval.classes()) {}
+
+  const std::vector<CollClass>& classes() const { return classes_; }
+  const SearchOptions& options() const { return o_; }
+  // NCCL's own choice, evaluated first.
+  const Evaluation& nccl_evaluation() const { return nccl_eval_; }
+
+  // Simulates `configs` (one evaluation).
+  Evaluation evaluate(const Configs& configs);
+  long budget(long fallback) const { return o_.budget > 0 ? o_.budget : fallback; }
+  // Walks (autoccl, lagom): whether the next evaluation would leave none for the final check of
+  // the plan they end on. Oracles (exhaustive, random) keep their best evaluation and need none.
+  bool spent(long fallback) const { return evaluations_ + 1 >= budget(fallback); }
+  bool oracle_spent(long fallback) const { return evaluations_ >= budget(fallback); }
+  // Oracles: simulates `cfg` and keeps it when its step beats the best so far (NCCL's at first).
+  void keep_best(const Configs& cfg);
+  // A walk's last accepted plan and its evaluation (so that the final check can reuse it).
+  void set_best(const Configs& cfg, const Evaluation& e) {
+    best_configs_ = cfg;
+    best_ = e;
+  }
+  const Configs& best_configs() const { return best_configs_; }
+
+  // Evaluates NCCL's choice, runs `method` (which returns its plan), checks the plan and builds
+  // the result. With `never_slower`, a plan that ends slower than NCCL's choice gives NCCL's
+  // back.
+  SearchResult run(Method method, Configs (*walk)(SearchRun&), bool never_slower);
+
+ private:
+  Evaluator& eval_;
+  const SearchOptions& o_;
+  const std::vector<CollClass>& classes_;
+  Evaluation nccl_eval_;
+  Evaluation last_;
+  Configs last_configs_;
+  Evaluation best_;  // the best evaluation so far (oracles) or the walk's last accepted (lagom)
+  Configs best_configs_;  // and its configurations; NCCL's before any
+  long evaluations_ = 0;
+};
+
+// The methods (docs/search.md).
+Configs autoccl(SearchRun& run);
+Configs lagom(SearchRun& run);
+Configs exhaustive(SearchRun& run);
+Configs random(SearchRun& run);
+
+}  // namespace lagom::search::internal
