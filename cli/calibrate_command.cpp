@@ -17,6 +17,7 @@
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/embedded.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/units.hpp"
 
 namespace lagom::cli {
@@ -247,15 +248,7 @@ int calibrate_command(const std::vector<std::string>& args) {
         fmt::format("residuals over {} rows >= 1 MiB: median {:.1f}%, max {:.1f}%", big.rows,
                     100 * big.median, 100 * big.max));
   }
-  std::ofstream out(out_path, std::ios::binary);
-  if (!out) {
-    throw Error(fmt::format("cannot write profile '{}'", out_path));
-  }
-  out << hardware::profile_to_json(fit.profile);
-  out.close();
-  if (!out) {
-    throw Error(fmt::format("error while writing profile '{}'", out_path));
-  }
+  write_file(out_path, hardware::profile_to_json(fit.profile), "profile");
   if (vm.count("json")) {
     nlohmann::ordered_json j;
     j["context"] = {{"lagom_version", std::string(version())},

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
 #include "lagom/traces/chakra.hpp"
 #include "lagom/traces/execution_graph.hpp"
@@ -94,15 +95,7 @@ int export_command(const std::vector<std::string>& args) {
       traces::write_workload_json(w, std::cout);
       return kExitOk;
     }
-    std::ofstream out(out_path, std::ios::binary);
-    if (!out) {
-      throw Error(fmt::format("cannot write '{}'", out_path));
-    }
-    traces::write_workload_json(w, out);
-    out.close();
-    if (!out) {
-      throw Error(fmt::format("error while writing '{}'", out_path));
-    }
+    write_file_with(out_path, [&](std::ostream& out) { traces::write_workload_json(w, out); });
     fmt::print("exported {} ({} ranks, {} ops) as workload JSON to {}\n", in.source, w.rank_count(),
                w.op_count(), out_path);
     return kExitOk;

@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/models/model_spec.hpp"
@@ -133,21 +134,16 @@ int simulate_command(const std::vector<std::string>& args) {
   }
 
   if (!trace_path.empty()) {
-    std::ofstream out(trace_path, std::ios::binary);
-    if (!out) {
-      throw Error(fmt::format("cannot write trace file '{}'", trace_path));
-    }
     traces::ChromeTraceOptions trace_options;
     trace_options.extra_args = [&result](traces::OpId op) {
       const traces::OpTimes& t = result.ops[op];
       return fmt::format(R"("alone_us": {}, "slowdown": {})", format_us(t.alone.count_ns()),
                          sim::slowdown(t));
     };
-    traces::write_chrome_trace(w, result.ops, out, trace_options);
-    out.close();
-    if (!out) {
-      throw Error(fmt::format("error while writing trace file '{}'", trace_path));
-    }
+    write_file_with(
+        trace_path,
+        [&](std::ostream& out) { traces::write_chrome_trace(w, result.ops, out, trace_options); },
+        "trace file");
   }
   if (vm.count("json")) {
     std::cout << json_report(w, graph, result, stats, ctx, !vm.count("no-op-times")).dump(1)

@@ -11,6 +11,7 @@
 #include "command_line.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/units.hpp"
 
 namespace lagom::cli {
@@ -204,18 +205,6 @@ std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::S
            nccl.choices[b].nccl_time_us * eval.classes()[b].calls;
   });
   return order;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) {
-    throw Error(fmt::format("cannot write '{}'", path));
-  }
-  out << text;
-  out.close();
-  if (!out) {
-    throw Error(fmt::format("error while writing '{}'", path));
-  }
 }
 
 nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command) {

@@ -61,7 +61,6 @@ nlohmann::ordered_json config_json(const nccl::CommConfig& c);
 nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search::SearchResult& r);
 // Classes by NCCL's total time in the step (calls x time), largest first.
 std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::SearchResult& nccl);
-void write_file(const std::string& path, const std::string& text);
 nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command);
 
 }  // namespace lagom::cli

@@ -15,6 +15,7 @@
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/search/plan.hpp"
 #include "lagom/search/search.hpp"
