@@ -19,6 +19,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
 #include "lagom/common/units.hpp"
+#include "report.hpp"
 
 namespace lagom::cli {
 
@@ -215,10 +216,7 @@ int calibrate_command(const std::vector<std::string>& args) {
     const auto rows = calibrate::evaluate_profile(prior, inputs);
     if (vm.count("json")) {
       nlohmann::ordered_json out;
-      out["context"] = {{"lagom_version", std::string(version())},
-                        {"git_sha", std::string(git_sha())},
-                        {"command", "calibrate check"},
-                        {"profile", prior.origin}};
+      out["context"] = context_block("calibrate check", {{"profile", prior.origin}});
       out["rows"] = rows_json(rows);
       std::cout << out.dump(1) << "\n";
     } else {
@@ -251,11 +249,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   write_file(out_path, hardware::profile_to_json(fit.profile), "profile");
   if (vm.count("json")) {
     nlohmann::ordered_json j;
-    j["context"] = {{"lagom_version", std::string(version())},
-                    {"git_sha", std::string(git_sha())},
-                    {"command", "calibrate fit"},
-                    {"prior", prior.origin},
-                    {"output", out_path}};
+    j["context"] = context_block("calibrate fit", {{"prior", prior.origin}, {"output", out_path}});
     j["iterations"] = fit.iterations;
     j["changed"] = fit.changed;
     j["rows"] = rows_json(fit.rows);

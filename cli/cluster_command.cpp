@@ -22,6 +22,7 @@
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "report.hpp"
 
 namespace lagom::cli {
 
@@ -365,9 +366,7 @@ int list_presets(bool json) {
                          {"gpu_type", s.gpu_type}});
     }
     Json out;
-    out["context"] = {{"lagom_version", std::string(version())},
-                      {"git_sha", std::string(git_sha())},
-                      {"command", "cluster --list"}};
+    out["context"] = context_block("cluster --list");
     out["presets"] = std::move(presets);
     std::cout << out.dump(1) << "\n";
     return kExitOk;
@@ -429,13 +428,11 @@ int cluster_command(const std::vector<std::string>& args) {
 
   if (json) {
     Json out;
-    out["context"] = {{"lagom_version", std::string(version())},
-                      {"git_sha", std::string(git_sha())},
-                      {"command", "cluster"},
-                      {"cluster", cluster_name},
-                      {"origin", s.origin},
-                      {"input_hash", "fnv1a64:" + hex64(fnv1a64(document_text(s)))},
-                      {"nodes", s.nodes}};
+    out["context"] =
+        context_block("cluster", {{"cluster", cluster_name},
+                                  {"origin", s.origin},
+                                  {"input_hash", "fnv1a64:" + hex64(fnv1a64(document_text(s)))},
+                                  {"nodes", s.nodes}});
     out["cluster"] = cluster_json(s);
     out["communicator"] = communicator_json(info);
     std::cout << out.dump(1) << "\n";

@@ -19,6 +19,7 @@
 #include "lagom/sim/collective_model.hpp"
 #include "lagom/topologies/communicator.hpp"
 #include "lagom/topologies/nccl_comm_info.hpp"
+#include "report.hpp"
 
 namespace lagom::cli {
 
@@ -175,10 +176,7 @@ int comm_command(const std::vector<std::string>& args) {
       break;
     }
   }
-  nlohmann::ordered_json context;
-  context["lagom_version"] = std::string(version());
-  context["git_sha"] = std::string(git_sha());
-  context["command"] = "comm";
+  nlohmann::ordered_json context = context_block("comm");
   context["coll"] = std::string(nccl::to_string(*kind));
   context["cluster"] = h.cluster.name();
   context["nodes"] = h.cluster.nodes();

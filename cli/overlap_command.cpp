@@ -20,6 +20,7 @@
 #include "lagom/models/kernels.hpp"
 #include "lagom/sim/simulation.hpp"
 #include "lagom/traces/execution_graph.hpp"
+#include "report.hpp"
 
 namespace lagom::cli {
 
@@ -305,16 +306,13 @@ int overlap_command(const std::vector<std::string>& args) {
   }
   if (vm.count("json")) {
     nlohmann::ordered_json out;
-    out["context"] = {{"lagom_version", std::string(version())},
-                      {"git_sha", std::string(git_sha())},
-                      {"command", "overlap"},
-                      {"cluster", h.cluster.name()},
-                      {"nodes", h.cluster.nodes()},
-                      {"ranks", nranks},
-                      {"profile", h.profile.origin},
-                      {"coll", coll_name},
-                      {"bytes", bytes},
-                      {"compute", compute_specs}};
+    out["context"] = context_block("overlap", {{"cluster", h.cluster.name()},
+                                               {"nodes", h.cluster.nodes()},
+                                               {"ranks", nranks},
+                                               {"profile", h.profile.origin},
+                                               {"coll", coll_name},
+                                               {"bytes", bytes},
+                                               {"compute", compute_specs}});
     out["rows"] = std::move(rows);
     std::cout << out.dump(1) << "\n";
     return kExitOk;

@@ -79,11 +79,22 @@ nlohmann::ordered_json overlap_json(const traces::Workload& w, const sim::Overla
 
 }  // namespace
 
-nlohmann::ordered_json context_json(const RunContext& ctx) {
+nlohmann::ordered_json context_block(std::string_view command,
+                                     const nlohmann::ordered_json& fields) {
   nlohmann::ordered_json c;
   c["lagom_version"] = std::string(version());
   c["git_sha"] = std::string(git_sha());
-  c["command"] = ctx.command;
+  c["command"] = std::string(command);
+  if (fields.is_object()) {
+    for (const auto& [key, value] : fields.items()) {
+      c[key] = value;
+    }
+  }
+  return c;
+}
+
+nlohmann::ordered_json context_json(const RunContext& ctx) {
+  nlohmann::ordered_json c = context_block(ctx.command);
   c["workload"] = ctx.workload_source;
   c["input_hash"] = ctx.input_hash;
   c["cost_model"] = ctx.cost_model;

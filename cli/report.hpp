@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "lagom/models/generator.hpp"
 #include "lagom/sim/engine.hpp"
@@ -33,6 +34,13 @@ struct RunContext {
   std::optional<double> model_flops;
 };
 
+// The "context" block every JSON output of lagom starts with: lagom's version and git revision,
+// the command, then `fields` (the inputs, their hashes, the effective configuration) in order.
+// Every command builds its block here.
+nlohmann::ordered_json context_block(std::string_view command,
+                                     const nlohmann::ordered_json& fields = {});
+
+// A simulated step's block: workload, input hash, models, and what was generated or planned.
 nlohmann::ordered_json context_json(const RunContext& ctx);
 
 void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,

@@ -13,6 +13,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
 #include "lagom/common/units.hpp"
+#include "report.hpp"
 
 namespace lagom::cli {
 
@@ -208,10 +209,7 @@ std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::S
 }
 
 nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command) {
-  nlohmann::ordered_json c;
-  c["lagom_version"] = std::string(version());
-  c["git_sha"] = std::string(git_sha());
-  c["command"] = command;
+  nlohmann::ordered_json c = context_block(command);
   c["workload"] = what_of(s);
   c["input_hash"] = s.step.in.input_hash;
   c["cluster"] = s.cluster;
