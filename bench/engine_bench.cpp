@@ -86,7 +86,7 @@ void heap_baseline(benchmark::State& state, std::size_t live, std::uint64_t tota
   state.SetItemsProcessed(static_cast<std::int64_t>(total * state.iterations()));
 }
 
-long peak_rss_kib() {
+std::int64_t peak_rss_kib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss;

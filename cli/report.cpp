@@ -126,7 +126,8 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
     fmt::print(out,
                "folded       each rank stands for {} identical data-parallel replicas ({} "
                "GPUs)\n",
-               ctx.folded_replicas, static_cast<long>(w.rank_count()) * ctx.folded_replicas);
+               ctx.folded_replicas,
+               static_cast<std::int64_t>(w.rank_count()) * ctx.folded_replicas);
   }
   fmt::print(out, "step time    {} us\n", format_us(r.step_time.count_ns()));
   const sim::WorkFigures& work = s.work;

@@ -24,7 +24,7 @@ struct TuneOptions {
   double lagom_lr_scale = 1.0;
   double lagom_min_gain = 0.01;
   bool lagom_no_step_guard = false;
-  long budget = 0;
+  std::int64_t budget = 0;
   std::uint64_t seed = 1;
   bool no_fold = false;
 };

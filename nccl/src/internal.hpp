@@ -113,8 +113,8 @@ inline constexpr std::string_view kProtoTokens[kProtocolCount] = {"LL", "LL128",
 inline std::int64_t div_up(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
-inline long log2i(std::int64_t n) {  // log2Down: -1 for 0
-  long r = -1;
+inline std::int64_t log2i(std::int64_t n) {  // log2Down: -1 for 0
+  std::int64_t r = -1;
   while (n > 0) {
     n >>= 1;
     ++r;

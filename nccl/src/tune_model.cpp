@@ -347,7 +347,7 @@ double algo_time_us(const Tables& tables, CollKind coll, Algorithm algo, Protoco
     return -1.0;
   }
   const CommInfo& c = tables.comm;
-  const long log_size = log2i(nbytes >> 6);
+  const std::int64_t log_size = log2i(nbytes >> 6);
   if (algo == Algorithm::kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23) {
     bw *= kTreeCorrectionFactor[index_of(proto)][log_size];
   }

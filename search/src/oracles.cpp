@@ -33,7 +33,7 @@ std::vector<std::vector<Point>> all_points(const std::vector<CollClass>& classes
 
 Configs exhaustive(SearchRun& run) {
   const auto pts = all_points(run.classes());
-  const long limit = run.budget(100000);
+  const std::int64_t limit = run.budget(100000);
   double size = 1;
   for (const auto& p : pts) {
     size *= static_cast<double>(p.size());

@@ -54,7 +54,7 @@ const nccl::ConfigOverride* PlanOverrides::override_for(traces::OpId op) const {
   return i < 0 ? nullptr : &rules_[static_cast<std::size_t>(i)];
 }
 
-long PlanOverrides::matched_ops() const {
+std::int64_t PlanOverrides::matched_ops() const {
   return std::accumulate(matches_.begin(), matches_.end(), 0L);
 }
 

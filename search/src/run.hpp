@@ -90,11 +90,11 @@ class SearchRun {
 
   // Simulates `configs` (one evaluation).
   Evaluation evaluate(const Configs& configs);
-  long budget(long fallback) const { return o_.budget > 0 ? o_.budget : fallback; }
+  std::int64_t budget(std::int64_t fallback) const { return o_.budget > 0 ? o_.budget : fallback; }
   // Walks (autoccl, lagom): whether the next evaluation would leave none for the final check of
   // the plan they end on. Oracles (exhaustive, random) keep their best evaluation and need none.
-  bool spent(long fallback) const { return evaluations_ + 1 >= budget(fallback); }
-  bool oracle_spent(long fallback) const { return evaluations_ >= budget(fallback); }
+  bool spent(std::int64_t fallback) const { return evaluations_ + 1 >= budget(fallback); }
+  bool oracle_spent(std::int64_t fallback) const { return evaluations_ >= budget(fallback); }
   // Oracles: simulates `cfg` and keeps it when its step beats the best so far (NCCL's at first).
   void keep_best(const Configs& cfg);
   // A walk's last accepted plan and its evaluation (so that the final check can reuse it).
@@ -118,7 +118,7 @@ class SearchRun {
   Configs last_configs_;
   Evaluation best_;  // the best evaluation so far (oracles) or the walk's last accepted (lagom)
   Configs best_configs_;  // and its configurations; NCCL's before any
-  long evaluations_ = 0;
+  std::int64_t evaluations_ = 0;
 };
 
 // The methods (docs/search.md).

@@ -24,7 +24,7 @@ namespace {
 // A scheduled completion. 24 bytes; the heap holds at most one live event per running activity
 // plus superseded ones not yet popped.
 struct Event {
-  std::int64_t time;
+  Time time;
   std::uint64_t seq;
   std::uint32_t slot;
   std::uint32_t version;
@@ -40,7 +40,7 @@ struct Later {
 struct Slot {
   double remaining = 0;  // ns of standalone time still to do, as of t_last
   double rate = 1;       // fraction of standalone speed; 0 until the contention model rates it
-  std::int64_t t_last = 0;
+  Time t_last;
   std::uint32_t version = 0;
   std::uint32_t subject = 0;  // OpId, or InstanceId when is_instance
   bool is_instance = false;
@@ -172,7 +172,7 @@ class Engine::Impl {
   // One fingerprint word per record: the time scrambled by an odd constant, xor the op and
   // whether it starts or ends (the mixer in Fingerprint::add spreads every bit).
   std::uint64_t record_word(OpId op, bool is_end) const {
-    return static_cast<std::uint64_t>(now_) * 0x9e3779b97f4a7c15ULL ^
+    return static_cast<std::uint64_t>(now_.count_ns()) * 0x9e3779b97f4a7c15ULL ^
            ((std::uint64_t{op} << 1) | (is_end ? 1u : 0u));
   }
 
@@ -181,21 +181,21 @@ class Engine::Impl {
     fp_.add(record_word(op, false));
     if (!observers_.empty()) {
       for (SimObserver* o : observers_) {
-        o->on_start(op, Time::ns(now_));
+        o->on_start(op, now_);
       }
     }
   }
 
   void record_end(OpId op) {
-    r_.ops[op].end = Time::ns(now_);
+    r_.ops[op].end = now_;
     fp_.add(record_word(op, true));
     if (!observers_.empty()) {
       for (SimObserver* o : observers_) {
-        o->on_end(op, Time::ns(now_));
+        o->on_end(op, now_);
       }
     }
-    if (now_ > r_.step_time.count_ns()) {
-      r_.step_time = Time::ns(now_);
+    if (now_ > r_.step_time) {
+      r_.step_time = now_;
     }
     ++finished_;
   }
@@ -220,12 +220,13 @@ class Engine::Impl {
       // absorbs floating-point noise from earlier rate changes.
       dt = static_cast<std::int64_t>(std::ceil(a.remaining / a.rate - 1e-6));
     }
-    heap_.push_back(Event{a.t_last + std::max<std::int64_t>(dt, 0), seq_++, slot, a.version});
+    heap_.push_back(
+        Event{a.t_last + Time::ns(std::max<std::int64_t>(dt, 0)), seq_++, slot, a.version});
     std::push_heap(heap_.begin(), heap_.end(), Later());
   }
 
   void launch(OpId op) {
-    r_.ops[op].launch = Time::ns(now_);
+    r_.ops[op].launch = now_;
     const InstanceId inst = g_.instance_of(op);
     if (inst == kNoInstance) {
       const std::uint32_t slot = alloc_slot();
@@ -237,7 +238,7 @@ class Engine::Impl {
       a.t_last = now_;
       a.subject = op;
       a.is_instance = false;
-      r_.ops[op].start = Time::ns(now_);
+      r_.ops[op].start = now_;
       note_start(op);
       begin(slot, Activity{slot, false, op});
       return;
@@ -256,8 +257,8 @@ class Engine::Impl {
     const std::uint32_t slot = alloc_slot();
     Slot& a = slots_[slot];
     const Time t = instance_time(inst);
-    st.start_ns = now_;
-    st.alone_ns = t.count_ns();
+    st.start = now_;
+    st.alone = t;
     a.remaining = static_cast<double>(t.count_ns());
     a.rate = 1.0;
     a.t_last = now_;
@@ -298,8 +299,8 @@ class Engine::Impl {
     const auto members = g_.members(subject);
     const InstanceState& st = instances_[subject];
     for (OpId m : members) {
-      r_.ops[m].start = Time::ns(st.start_ns);
-      r_.ops[m].alone = Time::ns(st.alone_ns);
+      r_.ops[m].start = st.start;
+      r_.ops[m].alone = st.alone;
       record_end(m);
     }
     for (OpId m : members) {
@@ -346,11 +347,11 @@ class Engine::Impl {
     for (std::uint32_t slot : unrated_) {
       const Slot& a = slots_[slot];
       if (a.rate == 0) {
-        throw Error(fmt::format("contention model '{}' gave no rate to {}, which started at {} ns",
-                                opt_.contention->name(),
-                                w_.describe(a.is_instance ? g_.members(a.subject).front()
-                                                          : a.subject),
-                                now_));
+        throw Error(
+            fmt::format("contention model '{}' gave no rate to {}, which started at {} ns",
+                        opt_.contention->name(),
+                        w_.describe(a.is_instance ? g_.members(a.subject).front() : a.subject),
+                        now_.count_ns()));
       }
     }
     unrated_.clear();
@@ -367,7 +368,8 @@ class Engine::Impl {
     if (rate == a.rate) {
       return;
     }
-    a.remaining = std::max(0.0, a.remaining - static_cast<double>(now_ - a.t_last) * a.rate);
+    a.remaining =
+        std::max(0.0, a.remaining - static_cast<double>((now_ - a.t_last).count_ns()) * a.rate);
     a.t_last = now_;
     a.rate = rate;
     ++a.version;
@@ -381,7 +383,7 @@ class Engine::Impl {
   bool ran_ = false;
 
   SimResult r_;
-  std::int64_t now_ = 0;
+  Time now_;
   std::uint64_t seq_ = 0;
   OpId finished_ = 0;
   Fingerprint fp_;
@@ -396,8 +398,8 @@ class Engine::Impl {
   std::vector<std::uint32_t> pending_;
   struct InstanceState {
     std::int64_t max_duration_ns = traces::kNoDuration;  // over the members launched so far
-    std::int64_t start_ns = 0;
-    std::int64_t alone_ns = 0;
+    Time start;
+    Time alone;
     std::uint32_t arrived = 0;  // members launched so far
   };
   std::vector<InstanceState> instances_;

@@ -20,15 +20,15 @@ struct Row {
 
 // The paper's Figure 3: a 32 MB AllReduce beside an FFN (Phi-2's 2560 -> 10240 -> 2560 on 4096
 // tokens) on 8 A40 over PCIe, 128 threads per channel.
-std::map<std::pair<int, long>, Row> figure3(const std::string& tokens) {
+std::map<std::pair<int, std::int64_t>, Row> figure3(const std::string& tokens) {
   CliRun r = run_lagom({"overlap", "--cluster", "a40-pcie", "--coll", "allreduce", "--bytes", "32M",
                         "--compute", "ffn:tokens=" + tokens + ",hidden=2560,ffn=10240",
                         "--nthreads", "128", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  std::map<std::pair<int, long>, Row> rows;
+  std::map<std::pair<int, std::int64_t>, Row> rows;
   for (const auto& row : j["rows"]) {
-    rows[{row["nchannels"].get<int>(), row["chunk_bytes"].get<long>()}] =
+    rows[{row["nchannels"].get<int>(), row["chunk_bytes"].get<std::int64_t>()}] =
         Row{row["comm_us"], row["comm_alone_us"], row["compute_us"], row["compute_alone_us"],
             row["makespan_us"]};
   }
@@ -39,8 +39,8 @@ std::map<std::pair<int, long>, Row> figure3(const std::string& tokens) {
 TEST(OverlapCli, Figure3ComputeGrowsWithChannelsAndChunks) {
   const auto rows = figure3("4096");
   const int channels[] = {1, 2, 4, 8, 16, 32};
-  const long chunks[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20};
-  for (long c : chunks) {
+  const std::int64_t chunks[] = {16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20};
+  for (std::int64_t c : chunks) {
     for (int i = 1; i < 6; ++i) {
       EXPECT_GE(rows.at({channels[i], c}).compute_us, rows.at({channels[i - 1], c}).compute_us)
           << channels[i] << " channels, chunk " << c;
@@ -67,7 +67,7 @@ TEST(OverlapCli, Figure3MoreChannelsPastEightBuyLittleCommunication) {
   // Paper: NC 16 and NC 32 give almost the same communication time; past NC ~ 8 more channels
   // buy little communication time but cost computation time.
   const auto rows = figure3("4096");
-  const long c = 16 << 10;
+  const std::int64_t c = 16 << 10;
   EXPECT_NEAR(rows.at({16, c}).comm_us, rows.at({32, c}).comm_us, 0.02 * rows.at({16, c}).comm_us);
   EXPECT_LT(rows.at({16, c}).comm_us, 1.02 * rows.at({8, c}).comm_us);
   EXPECT_GT(rows.at({32, c}).compute_us, 1.1 * rows.at({16, c}).compute_us);

@@ -82,7 +82,7 @@ TEST(TuneCli, PlanReplaysToTheReportedStepTime) {
     EXPECT_EQ(p.rules.size(), tune["classes"].size());
     EXPECT_EQ(p.context.step_time_us, tune["step_time_us"].get<double>());
     EXPECT_EQ(p.context.nccl_step_time_us, tune["nccl_step_time_us"].get<double>());
-    EXPECT_EQ(p.context.evaluations, tune["evaluations"].get<long>());
+    EXPECT_EQ(p.context.evaluations, tune["evaluations"].get<std::int64_t>());
     EXPECT_EQ(p.context.method, tune["method"]);
   }
 }
@@ -103,10 +103,10 @@ TEST(TuneCli, JsonReportHasTheDocumentedFields) {
   EXPECT_EQ(j["stock_nccl"]["exact"], true) << j["stock_nccl"];
   EXPECT_DOUBLE_EQ(j["speedup_vs_nccl"].get<double>(),
                    j["nccl_step_time_us"].get<double>() / j["step_time_us"].get<double>());
-  EXPECT_GE(j["evaluations"].get<long>(), 2);
+  EXPECT_GE(j["evaluations"].get<std::int64_t>(), 2);
   ASSERT_EQ(j["classes"].size(), ctx["collective_classes"].get<std::size_t>());
   ASSERT_GE(j["classes"].size(), 2u);  // FSDP: all-gathers and reduce-scatters
-  long calls = 0;
+  std::int64_t calls = 0;
   for (const auto& c : j["classes"]) {
     for (const char* key : {"coll", "bytes", "nnodes", "nranks", "calls", "config", "time_us",
                             "nccl", "nccl_time_us"}) {
@@ -117,9 +117,10 @@ TEST(TuneCli, JsonReportHasTheDocumentedFields) {
     for (const char* key : {"algo", "proto", "nchannels", "nthreads", "chunk_bytes"}) {
       EXPECT_TRUE(c["config"].contains(key)) << key;
     }
-    calls += c["calls"].get<long>();
+    calls += c["calls"].get<std::int64_t>();
   }
-  EXPECT_GT(calls, static_cast<long>(j["classes"].size()));  // per-layer calls share classes
+  EXPECT_GT(calls,
+            static_cast<std::int64_t>(j["classes"].size()));  // per-layer calls share classes
 }
 
 TEST(TuneCli, SameInputsGiveByteIdenticalFiles) {
@@ -391,9 +392,11 @@ TEST(TuneCli, LagomIsNeverSlowerThanNccl) {
 TEST(SensitivityCli, JsonListsEveryPriorWithItsScaledOutcomes) {
   // Only the contention priors, to keep it quick: each appears once, with one outcome per factor,
   // and the baseline is the comparison's own.
-  const nlohmann::json j = json_of(run_lagom(cmd(
-      "sensitivity", {"--only", "contention.", "--factors", "0.5,2", "--methods", "lagom", "--json"})));
-  const nlohmann::json cmp = json_of(run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"})));
+  const nlohmann::json j =
+      json_of(run_lagom(cmd("sensitivity", {"--only", "contention.", "--factors", "0.5,2",
+                                            "--methods", "lagom", "--json"})));
+  const nlohmann::json cmp =
+      json_of(run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"})));
   EXPECT_DOUBLE_EQ(j["baseline"]["nccl_step_time_us"].get<double>(),
                    cmp["rows"][0]["step_time_us"].get<double>());
   EXPECT_DOUBLE_EQ(j["baseline"]["speedup_vs_nccl"][0].get<double>(),
@@ -419,8 +422,7 @@ TEST(SensitivityCli, JsonListsEveryPriorWithItsScaledOutcomes) {
 }
 
 TEST(SensitivityCli, RefusesBadFactorsAndMethods) {
-  for (const auto& [args, expected] :
-       std::vector<std::pair<std::vector<std::string>, std::string>>{
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--factors", "1"}, "--factors takes positive numbers other than 1"},
            {{"--factors", "0.5,x"}, "got 'x'"},
            {{"--methods", "nccl"}, "--methods must name a method other than nccl"},

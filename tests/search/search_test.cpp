@@ -107,7 +107,7 @@ std::size_t combinations(const Evaluator& eval) {
   return combos;
 }
 
-SearchResult run(Evaluator& eval, Method m, long budget = 0, std::uint64_t seed = 1) {
+SearchResult run(Evaluator& eval, Method m, std::int64_t budget = 0, std::uint64_t seed = 1) {
   SearchOptions o;
   o.method = m;
   o.budget = budget;
@@ -374,8 +374,8 @@ TEST(SearchMethods, ExhaustiveEvaluatesEveryCombinationOnce) {
   const std::size_t combos = combinations(eval);
   const SearchResult r = run(eval, Method::kExhaustive);
   // NCCL's baseline, every combination, and the plan's own evaluation unless it was the last.
-  EXPECT_GE(r.evaluations, static_cast<long>(combos) + 1);
-  EXPECT_LE(r.evaluations, static_cast<long>(combos) + 2);
+  EXPECT_GE(r.evaluations, static_cast<std::int64_t>(combos) + 1);
+  EXPECT_LE(r.evaluations, static_cast<std::int64_t>(combos) + 2);
 }
 
 TEST(SearchMethods, ExhaustiveOverBudgetThrowsSayingSo) {
@@ -411,7 +411,7 @@ TEST(SearchMethods, BudgetBoundsEvaluations) {
   const traces::Workload w = chain(4, 16 * kMiB, 1e12);
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
   for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kRandom}) {
-    for (long budget : {2L, 5L}) {
+    for (std::int64_t budget : {std::int64_t{2}, std::int64_t{5}}) {
       SCOPED_TRACE(fmt::format("{} with budget {}", search::to_string(m), budget));
       EXPECT_LE(run(eval, m, budget).evaluations, budget + 1);
     }
@@ -425,14 +425,14 @@ TEST(SearchMethods, BudgetIsAnUpperBound) {
   const traces::Workload w = chain(4, 16 * kMiB, 1e12);
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
   for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kRandom}) {
-    for (long budget : {2L, 5L}) {
+    for (std::int64_t budget : {std::int64_t{2}, std::int64_t{5}}) {
       SCOPED_TRACE(fmt::format("{} with budget {}", search::to_string(m), budget));
       EXPECT_LE(run(eval, m, budget).evaluations, budget);
     }
   }
   const traces::Workload w2 = chain(2);
   Evaluator small(w2, a40().cluster, a40().profile, coarse_nccl());
-  const long combos = static_cast<long>(combinations(small));
+  const std::int64_t combos = static_cast<std::int64_t>(combinations(small));
   EXPECT_LE(run(small, Method::kExhaustive, combos + 1).evaluations, combos + 1);
 }
 
@@ -468,19 +468,19 @@ TEST(SearchMethods, LagomEvaluationsGrowLinearlyWithClasses) {
   // on a class whose longest axis has L_j points; then at most one final check. Hence
   // evaluations <= 2 + sum_j L_j, i.e. <= 7k + 2 on the coarse --space nccl grid (channels 1,
   // 2, ..., 64): linear in k.
-  std::vector<long> evals;
+  std::vector<std::int64_t> evals;
   for (int k : {1, 2, 4, 8}) {
     const traces::Workload w = chain(k);
     Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
     ASSERT_EQ(eval.classes().size(), static_cast<std::size_t>(k));
-    long bound = 2;
+    std::int64_t bound = 2;
     for (const search::CollClass& c : eval.classes()) {
       std::size_t longest = 0;
       for (const search::Subspace& s : c.subspaces) {
         longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
       }
       EXPECT_LE(longest, 7u);
-      bound += static_cast<long>(longest);
+      bound += static_cast<std::int64_t>(longest);
     }
     const SearchResult r = run(eval, Method::kLagom);
     evals.push_back(r.evaluations);
@@ -500,14 +500,14 @@ TEST(SearchMethods, LagomVariantsKeepTheLinearBound) {
   // index.
   const traces::Workload w = chain(4, 16 * kMiB, 1e12);
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
-  long bound = 2;
+  std::int64_t bound = 2;
   std::size_t rounds = 0;
   for (const search::CollClass& c : eval.classes()) {
     std::size_t longest = 0;
     for (const search::Subspace& s : c.subspaces) {
       longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
     }
-    bound += static_cast<long>(longest);
+    bound += static_cast<std::int64_t>(longest);
     rounds = std::max(rounds, c.subspaces.size());
   }
   for (auto sub : {search::LagomSubspace::kNccl, search::LagomSubspace::kBest}) {
@@ -521,8 +521,9 @@ TEST(SearchMethods, LagomVariantsKeepTheLinearBound) {
           o.lagom_min_gain = min_gain;
           o.lagom_step_guard = guard;
           const SearchResult r = search::run_search(eval, o);
-          const long probes =
-              sub == search::LagomSubspace::kBest && rounds > 1 ? static_cast<long>(rounds) : 0;
+          const std::int64_t probes = sub == search::LagomSubspace::kBest && rounds > 1
+                                          ? static_cast<std::int64_t>(rounds)
+                                          : 0;
           EXPECT_LE(r.evaluations, bound + probes)
               << (sub == search::LagomSubspace::kBest ? "best" : "nccl") << " subspace, "
               << (step == search::LagomStep::kAxis ? "axis" : "points") << " step, min gain "

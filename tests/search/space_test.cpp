@@ -81,8 +81,9 @@ void for_every_space(F&& check) {
 }
 
 // Checks every grid point of `subs` with why_illegal; returns how many.
-long check_every_point(const nccl::Tables& t, CollKind coll, const std::vector<Subspace>& subs) {
-  long points = 0;
+std::int64_t check_every_point(const nccl::Tables& t, CollKind coll,
+                               const std::vector<Subspace>& subs) {
+  std::int64_t points = 0;
   EXPECT_FALSE(subs.empty());
   for (const Subspace& s : subs) {
     EXPECT_GT(s.size(), 0u);
@@ -108,7 +109,7 @@ long check_every_point(const nccl::Tables& t, CollKind coll, const std::vector<S
 
 TEST(SearchSpace, EveryPointOfEveryGridIsLegal) {
   // Every grid but the fine full one (64 x 20 x 32 points a subspace), which follows.
-  long points = 0;
+  std::int64_t points = 0;
   for_every_space([&](const nccl::Tables& t, CollKind coll, std::int64_t, const SpaceOptions& o,
                       const std::vector<Subspace>& subs) {
     if (o.grid == Grid::kCoarse || o.resources == Resources::kNccl) {
@@ -119,7 +120,7 @@ TEST(SearchSpace, EveryPointOfEveryGridIsLegal) {
 }
 
 TEST(SearchSpace, EveryPointOfTheFineFullGridIsLegal) {
-  long points = 0;
+  std::int64_t points = 0;
   // An all-reduce on one node of cluster A (Ring and Tree, LL and Simple); the coarse and
   // --space nccl grids of every communicator and collective are checked above.
   const nccl::Tables t = tables_of("a40-nvlink", 1);

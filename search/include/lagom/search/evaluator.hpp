@@ -61,7 +61,7 @@ class Evaluator final : private sim::ConfigSource {
   // Simulates the step with `configs[j]` for class j (nullopt: NCCL's own choice). Counts one
   // evaluation.
   Evaluation evaluate(std::span<const std::optional<nccl::CommConfig>> configs);
-  long evaluations() const { return evaluations_; }
+  std::int64_t evaluations() const { return evaluations_; }
 
   // What class j runs when given `c`: with Resources::kNccl only its algorithm, protocol and
   // channels are pinned and NCCL derives the threads and chunk (as a plan's replay and NCCL do).
@@ -79,7 +79,7 @@ class Evaluator final : private sim::ConfigSource {
   std::vector<std::int32_t> class_of_op_;  // -1: not tunable
   std::vector<nccl::ConfigOverride> current_;
   std::vector<bool> active_;
-  long evaluations_ = 0;
+  std::int64_t evaluations_ = 0;
 };
 
 }  // namespace lagom::search

@@ -62,7 +62,7 @@ struct PlanContext {
   std::string profile;
   double step_time_us = 0;
   double nccl_step_time_us = 0;
-  long evaluations = 0;  // (the search's wall time is not written: plans are deterministic)
+  std::int64_t evaluations = 0;  // (the search's wall time is not written: plans are deterministic)
 };
 
 struct ConfigPlan {

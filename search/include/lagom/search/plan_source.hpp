@@ -23,13 +23,13 @@ class PlanOverrides final : public sim::ConfigSource {
   const nccl::ConfigOverride* override_for(traces::OpId op) const override;
 
   // Communication ops each rule matched (by rule index), and in all.
-  const std::vector<long>& matches() const { return matches_; }
-  long matched_ops() const;
+  const std::vector<std::int64_t>& matches() const { return matches_; }
+  std::int64_t matched_ops() const;
 
  private:
   std::vector<nccl::ConfigOverride> rules_;
   std::vector<std::int32_t> rule_of_op_;  // -1: none
-  std::vector<long> matches_;
+  std::vector<std::int64_t> matches_;
 };
 
 }  // namespace lagom::search

@@ -43,7 +43,7 @@ enum class LagomStep { kPoints, kAxis };
 
 struct SearchOptions {
   Method method = Method::kLagom;
-  long budget = 0;  // evaluations at most; 0: the method's default (docs/search.md)
+  std::int64_t budget = 0;  // evaluations at most; 0: the method's default (docs/search.md)
   std::uint64_t seed = 1;
   LagomSubspace lagom_subspace = LagomSubspace::kNccl;
   // Lagom's growth step: after a relative gain g each resource moves max(1, round(g *
@@ -69,7 +69,7 @@ struct SearchResult {
   Method method = Method::kNccl;
   Time step_time;
   Time nccl_step_time;
-  long evaluations = 0;              // including NCCL's baseline and the final check
+  std::int64_t evaluations = 0;      // including NCCL's baseline and the final check
   double search_ms = 0;              // wall time of the search
   std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
   ConfigPlan plan;                   // one rule per class (none for nccl)
