@@ -1,4 +1,4 @@
-// NCCL environment variables for what-ifs (see apply_env in nccl_tuning.hpp): each known
+// NCCL environment variables for what-ifs (see env.hpp): each known
 // variable sets the CommInfo field NCCL's init would read it into.
 #include "lagom/nccl/env.hpp"
 

@@ -32,7 +32,7 @@
 namespace lagom::tuner {
 namespace {
 
-// Our enums are in NCCL's index order (sim/comm_config.hpp); the plugin relies on it.
+// Our enums are in NCCL's index order (nccl/comm_config.hpp); the plugin relies on it.
 static_assert(nccl::index_of(nccl::Algorithm::kTree) == NCCL_ALGO_TREE);
 static_assert(nccl::index_of(nccl::Algorithm::kRing) == NCCL_ALGO_RING);
 static_assert(nccl::index_of(nccl::Algorithm::kCollNetDirect) == NCCL_ALGO_COLLNET_DIRECT);

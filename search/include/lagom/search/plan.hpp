@@ -1,8 +1,8 @@
 // A config plan: which NCCL parameters each collective of a step runs with, as rules that match
 // calls by (collective, size range, nodes, ranks), first match wins (docs/formats/plan.md).
 // `lagom tune` writes plans, `lagom simulate --plan` replays them and the tuner plugin (tuner/)
-// applies them inside real NCCL. This header depends only on the NCCL enums (sim/comm_config),
-// so that the plugin can compile it without the simulator.
+// applies them inside real NCCL. It is its own library (lagom::plan) and depends only on
+// lagom::nccl, so that the plugin links it without the simulator.
 #pragma once
 
 #include <cstdint>

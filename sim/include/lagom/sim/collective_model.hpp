@@ -67,7 +67,7 @@ class CollectiveModel {
   CollectiveModel(const hardware::HardwareProfile& profile,
                   const topologies::CommunicatorInfo& comm);
 
-  // `bytes` follows nccl-tests' size column (see comm_config.hpp / nccl_tuning.hpp). The config
+  // `bytes` follows nccl-tests' size column (see nccl/comm_config.hpp and nccl/tuning.hpp). The config
   // must be legal (check with nccl::why_illegal first); a config the model cannot time (e.g. NVLS
   // without NVLink) is a lagom::Error.
   CollectiveEstimate estimate(nccl::CollKind kind, std::int64_t bytes,

@@ -2,7 +2,7 @@
 // no duration_us.
 //  * Collectives and send/recv: the collective model (collective_model.hpp) with the op's
 //    pinned config (format field "config") or, for what is not pinned, NCCL 2.28's own choice
-//    for that communicator and size (nccl_tuning.hpp). A pinned config NCCL would refuse is an
+//    for that communicator and size (nccl/tuning.hpp). A pinned config NCCL would refuse is an
 //    error naming the op and the rule.
 //  * Memcpy: a device-to-device copy reads and writes every byte at the HBM bandwidth that
 //    concurrent streams sustain: 2 * bytes / (HBM peak * contention.hbm_efficiency).

@@ -130,7 +130,7 @@ struct ClusterSpec {
   std::map<std::string, std::string> sources;  // id -> citation
   std::vector<std::string> assumptions;
   // NCCL environment variables the jobs run with (name -> value, e.g. NCCL_MIN_CTAS -> 8): the
-  // NCCL emulation applies them to every communicator (sim::apply_nccl_env, which names the
+  // NCCL emulation applies them to every communicator (nccl::apply_env, which names the
   // ones it knows). From the cluster file's "nccl_env" and the commands' --nccl-env.
   std::map<std::string, std::string> nccl_env;
 
