@@ -44,6 +44,7 @@ struct Slot {
   std::uint32_t version = 0;
   std::uint32_t subject = 0;  // OpId, or InstanceId when is_instance
   bool is_instance = false;
+  bool fixed_phase = false;  // an instance in its fixed part (CostModel::fixed_share)
   // Kept to 32 bytes: the slot array is touched on every event.
 };
 
@@ -169,6 +170,18 @@ class Engine::Impl {
     return opt_.cost->standalone_time(w_, g_, g_.members(inst).front());
   }
 
+  // The fixed part of an instance's time `t` (CostModel::fixed_share), run before its bytes
+  // move. Only with a contention model (alone the split changes nothing) and only when both parts
+  // are there.
+  Time fixed_part(InstanceId inst, Time t) const {
+    if (opt_.contention == nullptr || opt_.cost == nullptr) {
+      return Time();
+    }
+    const double share = opt_.cost->fixed_share(w_, g_, g_.members(inst).front());
+    const Time fixed = Time::ns(std::llround(share * static_cast<double>(t.count_ns())));
+    return fixed > Time() && fixed < t ? fixed : Time();
+  }
+
   // One fingerprint word per record: the time scrambled by an odd constant, xor the op and
   // whether it starts or ends (the mixer in Fingerprint::add spreads every bit).
   std::uint64_t record_word(OpId op, bool is_end) const {
@@ -259,13 +272,23 @@ class Engine::Impl {
     const Time t = instance_time(inst);
     st.start = now_;
     st.alone = t;
-    a.remaining = static_cast<double>(t.count_ns());
+    st.fixed = fixed_part(inst, t);
+    a.remaining = static_cast<double>((t - st.fixed).count_ns());
     a.rate = 1.0;
     a.t_last = now_;
     a.subject = inst;
     a.is_instance = true;
+    a.fixed_phase = false;
     for (OpId m : members) {
       note_start(m);
+    }
+    if (st.fixed > Time()) {
+      // Latencies first, at full speed: the members hold their CTAs but move no bytes yet.
+      a.fixed_phase = true;
+      a.remaining = static_cast<double>(st.fixed.count_ns());
+      opt_.contention->waiting(op);
+      schedule(slot);
+      return;
     }
     begin(slot, Activity{slot, true, inst});
   }
@@ -284,6 +307,14 @@ class Engine::Impl {
 
   void finish(std::uint32_t slot) {
     Slot& a = slots_[slot];
+    if (a.fixed_phase) {  // the fixed part is over: the bytes start to move, shared
+      a.fixed_phase = false;
+      const InstanceState& st = instances_[a.subject];
+      a.remaining = static_cast<double>((st.alone - st.fixed).count_ns());
+      a.t_last = now_;
+      begin(slot, Activity{slot, true, a.subject});
+      return;
+    }
     ++a.version;  // any other queued event for this slot is now stale
     const bool is_instance = a.is_instance;
     const std::uint32_t subject = a.subject;
@@ -400,6 +431,7 @@ class Engine::Impl {
     std::int64_t max_duration_ns = traces::kNoDuration;  // over the members launched so far
     Time start;
     Time alone;
+    Time fixed;                 // the part of `alone` run first, uncontended
     std::uint32_t arrived = 0;  // members launched so far
   };
   std::vector<InstanceState> instances_;

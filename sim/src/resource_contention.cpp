@@ -116,15 +116,19 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   const nccl::CollKind ck = *traces::coll_kind_of(kind);
   CommInfo c;
   c.time_us = e.time_us;
+  // Its bytes move during the part of its time that bandwidth buys (transfer and pipeline
+  // fill); the engine runs the fixed part (launch, hop latencies, chunk-step overheads) first,
+  // uncontended (CostModel::fixed_share), so the draws are over the moving part alone.
+  const double moving_us = e.time_us - (e.launch_us + e.hop_us + e.sync_us);
   c.nchannels = cfg.nchannels;
   c.nthreads = cfg.nthreads;
   // NCCL keeps up to 4 chunks per channel in flight, but never more than the collective's size.
   c.in_flight_bytes = std::min(4.0 * cfg.nchannels * static_cast<double>(cfg.chunk_bytes),
                                static_cast<double>(w.bytes(op)));
   const double S = static_cast<double>(w.bytes(op));
-  if (e.time_us > 0 && S > 0) {
+  if (moving_us > 0 && S > 0) {
     std::map<FlowSolver::ResourceId, double> demand;
-    const double per_us = 1.0 / (e.time_us * kGB);  // bytes over the life alone -> GB/s
+    const double per_us = 1.0 / (moving_us * kGB);  // bytes while they move alone -> GB/s
     const auto add_footprint = [&](const topologies::Footprint& f, double bytes, double scale) {
       for (const topologies::LinkLoad& l : f.loads) {
         demand[static_cast<FlowSolver::ResourceId>(2 * l.link + l.dir)] +=

@@ -974,8 +974,10 @@ TEST(GeneratorFold, FoldedStepHasWorldOverDpRanksAndTheSameStepTime) {
 
 // On cluster A the replicas do not see the same hardware: a pipeline send from GPU 2 reaches
 // the NIC through the CPU's root complex, one from GPU 0 through its own PCIe switch (the NIC
-// is there). Folding simulates replica 0, so it is a close lower bound, not exact: within 0.2%
-// here, the extra wire latency of the longer NIC paths.
+// is there), and the four replicas' sends share the node's one NIC. Folding simulates replica 0
+// alone, so it is a close lower bound, not exact: within 1% here (0.6%), the longer NIC paths'
+// wire latency and the other replicas' sends, whose bytes share the NIC with replica 0's in the
+// full step (tiny sends, so mostly latency: the share is of their short moving part).
 TEST(GeneratorFold, FoldingIsCloseWhereReplicasSeeDifferentPaths) {
   const ModelSpec m = tiny();
   const Parallelism p = parse_parallelism("tp=2,pp=2,dp=4");
@@ -987,7 +989,7 @@ TEST(GeneratorFold, FoldingIsCloseWhereReplicasSeeDifferentPaths) {
   const sim::SimResult a = simulate_on(full.workload, hw);
   const sim::SimResult b = simulate_on(folded.workload, hw);
   EXPECT_LE(b.step_time, a.step_time);
-  EXPECT_NEAR(b.step_time.us(), a.step_time.us(), 2e-3 * a.step_time.us());
+  EXPECT_NEAR(b.step_time.us(), a.step_time.us(), 1e-2 * a.step_time.us());
 }
 
 TEST(GeneratorFold, FoldedExpertParallelStepHasTheSameStepTime) {
