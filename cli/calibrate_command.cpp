@@ -12,7 +12,9 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
+#include "lagom/calibrate/bundle.hpp"
 #include "lagom/calibrate/fit.hpp"
+#include "lagom/calibrate/gpu_fit.hpp"
 #include "lagom/calibrate/nccl_tests_log.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/embedded.hpp"
@@ -146,19 +148,106 @@ nlohmann::ordered_json rows_json(const std::vector<calibrate::FitRow>& rows) {
   return out;
 }
 
+// The built-in profile of the GPU a bundle was measured on.
+hardware::HardwareProfile profile_for_bundle(const calibrate::Bundle& b) {
+  const std::string token = calibrate::gpu_model_token(b.context.gpu.name);
+  for (const std::string& name : hardware::builtin_profiles()) {
+    hardware::HardwareProfile p = hardware::load_profile(name);
+    if (!token.empty() && calibrate::gpu_model_token(p.gpu_type) == token) {
+      return p;
+    }
+  }
+  throw Error(
+      fmt::format("no built-in profile for the bundle's GPU '{}' (built in: {}); give "
+                  "--profile FILE as the prior",
+                  b.context.gpu.name, fmt::join(hardware::builtin_profiles(), ", ")));
+}
+
+std::string bundle_note(const calibrate::GpuFitResult& gpu, const calibrate::Bundle& b) {
+  int fitted = 0;
+  for (const auto& c : gpu.coefficients) {
+    fitted += c.fitted ? 1 : 0;
+  }
+  return fmt::format(
+      "lagom {} calibrate fit --measurements {}{} ({}, {}): {} of {} coefficients "
+      "from the bundle, the rest priors",
+      version(), b.path, b.context.synthetic ? " (SYNTHETIC)" : "", b.context.gpu.name,
+      b.context.date, fitted, gpu.coefficients.size());
+}
+
+nlohmann::ordered_json coefficients_json(const calibrate::GpuFitResult& gpu) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& c : gpu.coefficients) {
+    out.push_back({{"path", c.path},
+                   {"before", c.before},
+                   {"after", c.after},
+                   {"fitted", c.fitted},
+                   {"samples", c.samples},
+                   {"error_before", c.error_before},
+                   {"error_after", c.error_after},
+                   {"how", c.how}});
+  }
+  return out;
+}
+
+void print_coefficients(const calibrate::GpuFitResult& gpu, const calibrate::Bundle& b) {
+  fmt::print("# measurements {} ({}, {}{})\n", b.path, b.context.gpu.name, b.context.date,
+             b.context.synthetic ? ", SYNTHETIC" : "");
+  fmt::print("# {:<46} {:>10} {:>10} {:>8} {:>17}  {}\n", "coefficient", "before", "after",
+             "samples", "model error", "from");
+  for (const auto& c : gpu.coefficients) {
+    const std::string error =
+        c.fitted && (c.error_before > 0 || c.error_after > 0)
+            ? fmt::format("{:.1f}% -> {:.1f}%", 100 * c.error_before, 100 * c.error_after)
+            : std::string("-");
+    fmt::print("# {:<46} {:>10.4g} {:>10.4g} {:>8} {:>17}  {}{}\n", c.path, c.before, c.after,
+               c.fitted ? std::to_string(c.samples) : std::string("-"), error,
+               c.fitted ? "" : "prior kept: ", c.how);
+  }
+  fmt::print("#\n");
+}
+
+int write_gpu_fit(calibrate::GpuFitResult& gpu, const hardware::HardwareProfile& prior,
+                  const calibrate::Bundle& b, const std::string& out_path, bool json) {
+  std::erase_if(gpu.profile.calibration,
+                [](const std::string& line) { return line.starts_with("not calibrated"); });
+  gpu.profile.calibration.push_back(bundle_note(gpu, b));
+  write_file(out_path, hardware::profile_to_json(gpu.profile), "profile");
+  if (json) {
+    nlohmann::ordered_json j;
+    j["context"] = context_block("calibrate fit", {{"prior", prior.origin},
+                                                   {"measurements", b.path},
+                                                   {"synthetic", b.context.synthetic},
+                                                   {"output", out_path}});
+    j["coefficients"] = coefficients_json(gpu);
+    std::cout << j.dump(1) << "\n";
+    return kExitOk;
+  }
+  fmt::print("# lagom calibrate fit: prior {}\n", prior.origin);
+  print_coefficients(gpu, b);
+  fmt::print("# wrote {}\n", out_path);
+  return kExitOk;
+}
+
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args) {
   const std::string usage =
-      "Usage: lagom calibrate fit   --nccl-tests LOG[@CLUSTER[:NODES]]... [--cluster PRESET]\n"
-      "                             [--nodes N] [--profile PRIOR] -o PROFILE.json [--json]\n"
+      "Usage: lagom calibrate fit   [--measurements BUNDLE] [--nccl-tests "
+      "LOG[@CLUSTER[:NODES]]...]\n"
+      "                             [--cluster PRESET] [--nodes N] [--profile PRIOR] [--force]\n"
+      "                             -o PROFILE.json [--json]\n"
       "       lagom calibrate check --nccl-tests LOG[@CLUSTER[:NODES]]... [--cluster PRESET]\n"
       "                             [--nodes N] [--profile P] [--json | --markdown]\n"
       "       lagom calibrate logs\n\n"
-      "fit: least-squares fit of the profile's collective parameters (launch, per-channel, hop\n"
-      "latencies, chunk-step overheads, link efficiencies, channel bandwidths) to nccl-tests\n"
-      "logs, starting from PRIOR (default: the built-in profile of the cluster's GPU type);\n"
-      "prints every row's residual and writes the fitted profile.\n"
+      "fit: with --measurements, the GPU's attributes and its compute and contention\n"
+      "coefficients from a lagom-calibrate bundle (docs/calibration.md), each printed with its\n"
+      "value before and after, its samples and the model's error; with nccl-tests logs (the\n"
+      "bundle's own NCCL sweeps included), the least-squares fit of the collective parameters\n"
+      "(launch, per-channel, hop latencies, chunk-step overheads, link efficiencies, channel\n"
+      "bandwidths), every row's residual printed. Starts from PRIOR (default: the built-in\n"
+      "profile of the cluster's or the bundle's GPU type) and writes the fitted profile. A bundle\n"
+      "from another GPU than the profile's is an error unless --force.\n"
       "check: the same table for a profile as it is, without fitting.\n"
       "LOG is a file or builtin:NAME (`lagom calibrate logs`); @CLUSTER[:NODES] says where that\n"
       "log ran when it differs from --cluster (the node count defaults to the log's).\n\nOptions";
@@ -181,9 +270,13 @@ int calibrate_command(const std::vector<std::string>& args) {
   HardwareOptions hw;
   std::vector<std::string> logs;
   std::string out_path;
+  std::string bundle_path;
   po::options_description desc(usage);
   desc.add_options()("help,h", "show this help")("nccl-tests", po::value(&logs)->multitoken(),
                                                  "nccl-tests logs")(
+      "measurements", po::value(&bundle_path),
+      "fit: a measurement bundle written by lagom-calibrate")(
+      "force", "fit: accept a bundle measured on another GPU than the profile's")(
       "output,o", po::value(&out_path), "fit: write the fitted profile here")(
       "json", "print the rows as JSON")("markdown",
                                         "check: print Markdown tables (docs/VALIDATION.md)");
@@ -192,8 +285,19 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (!parse_command_line(std::vector<std::string>(args.begin() + 1, args.end()), desc, vm)) {
     return kExitOk;  // --help
   }
-  if (logs.empty()) {
-    throw po::error("--nccl-tests needs at least one log");
+  if (!bundle_path.empty() && action != "fit") {
+    throw po::error("--measurements is for fit");
+  }
+  std::optional<calibrate::Bundle> bundle;
+  if (!bundle_path.empty()) {
+    bundle = calibrate::read_bundle(bundle_path);
+    // The bundle's NCCL sweeps are nccl-tests logs like any other (they need --cluster).
+    for (const std::string& log : bundle->nccl_logs) {
+      logs.push_back(log);
+    }
+  }
+  if (logs.empty() && !bundle) {
+    throw po::error("give --measurements BUNDLE or --nccl-tests LOG (at least one)");
   }
   if (action == "fit" && out_path.empty()) {
     throw po::error("fit needs -o PROFILE.json");
@@ -202,10 +306,26 @@ int calibrate_command(const std::vector<std::string>& args) {
   for (const std::string& spec : logs) {
     inputs.push_back(load_input(spec, hw));
   }
-  // The prior: --profile, or the built-in profile of the first log's GPU type.
+  // The prior: --profile, else the built-in profile of the first log's GPU type, else of the
+  // bundle's GPU.
   const hardware::HardwareProfile prior =
-      hw.profile.empty() ? hardware::default_profile_for_gpu(inputs.front().cluster.spec().gpu_type)
-                         : hardware::load_profile(hw.profile);
+      !hw.profile.empty() ? hardware::load_profile(hw.profile)
+      : !inputs.empty() ? hardware::default_profile_for_gpu(inputs.front().cluster.spec().gpu_type)
+                        : profile_for_bundle(*bundle);
+  if (bundle) {
+    if (const std::string why = calibrate::gpu_mismatch(*bundle, prior); !why.empty()) {
+      if (!vm.count("force")) {
+        throw Error(why + " (--force fits it anyway)");
+      }
+      fmt::print(stderr, "lagom calibrate: warning: {} (fitting anyway: --force)\n", why);
+    }
+    if (bundle->context.synthetic) {
+      fmt::print(stderr,
+                 "lagom calibrate: warning: {} is a SYNTHETIC bundle (a test made it from a "
+                 "model); its numbers are not measurements\n",
+                 bundle->path);
+    }
+  }
   for (const calibrate::FitInput& in : inputs) {
     if (in.cluster.spec().gpu_type != prior.gpu_type) {
       throw Error(fmt::format("{} ran on {} GPUs but the profile '{}' describes {}", in.name,
@@ -227,6 +347,15 @@ int calibrate_command(const std::vector<std::string>& args) {
     }
     return kExitOk;
   }
+  calibrate::GpuFitResult gpu;
+  if (bundle) {
+    gpu = calibrate::fit_gpu_profile(prior, *bundle);
+  } else {
+    gpu.profile = prior;
+  }
+  if (inputs.empty()) {
+    return write_gpu_fit(gpu, prior, *bundle, out_path, vm.count("json") > 0);
+  }
   std::string note;
   for (const auto& in : inputs) {
     note += fmt::format("{}{} on {} x{}", note.empty() ? "" : ", ", in.name, in.cluster.name(),
@@ -234,10 +363,13 @@ int calibrate_command(const std::vector<std::string>& args) {
   }
   calibrate::FitOptions opt;
   opt.source_note = "fit to nccl-tests " + note;
-  calibrate::FitResult fit = calibrate::fit_profile(prior, inputs, opt);
+  calibrate::FitResult fit = calibrate::fit_profile(gpu.profile, inputs, opt);
   // The prior's "not calibrated" note no longer holds.
   std::erase_if(fit.profile.calibration,
                 [](const std::string& line) { return line.starts_with("not calibrated"); });
+  if (bundle) {
+    fit.profile.calibration.push_back(bundle_note(gpu, *bundle));
+  }
   fit.profile.calibration.push_back(fmt::format(
       "lagom {} calibrate fit ({} iterations) to nccl-tests {}", version(), fit.iterations, note));
   {
@@ -250,11 +382,17 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     nlohmann::ordered_json j;
     j["context"] = context_block("calibrate fit", {{"prior", prior.origin}, {"output", out_path}});
+    if (bundle) {
+      j["coefficients"] = coefficients_json(gpu);
+    }
     j["iterations"] = fit.iterations;
     j["changed"] = fit.changed;
     j["rows"] = rows_json(fit.rows);
     std::cout << j.dump(1) << "\n";
     return kExitOk;
+  }
+  if (bundle) {
+    print_coefficients(gpu, *bundle);
   }
   fmt::print("# lagom calibrate fit: prior {}, {} rows, {} iterations\n# parameters moved:\n",
              prior.origin, fit.rows.size(), fit.iterations);

@@ -3,6 +3,7 @@
 
     python3 docs/table2.py build/bin/lagom > /tmp/table2.md      # every row (about an hour)
     python3 docs/table2.py build/bin/lagom --only fsdp,ep         # the fast rows
+    python3 docs/table2.py build/bin/lagom --predictions          # docs/VALIDATION.md §3
 
 Each row is one `lagom compare ... --json` (commands printed beside the tables); the runs are
 deterministic, so the same lagom gives the same tables byte for byte. The raw JSON of every run
@@ -56,13 +57,49 @@ def compare(lagom, w, cluster, space, methods, env, raw):
     return {r["method"]: r for r in rows}
 
 
+def simulate(lagom, w, cluster):
+    family, model, parallel, mbs, gbs, extra = w
+    nodes = max(1, gpus(parallel) // 8)
+    cmd = [lagom, "simulate", "--model", model, "--parallel", parallel, "--mbs", str(mbs),
+           "--gbs", str(gbs), "--cluster", cluster, "--nodes", str(nodes), "--json",
+           "--no-op-times"] + [e for e in extra if e != "--overlap" and e not in ("domino", "two-batch")]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def predictions(lagom):
+    """VALIDATION.md §3: each Table 2 workload under NCCL's own choice on both clusters (the
+    overlap the paper evaluates is off here: these are the plain schedules)."""
+    print("| model | parallel | mbs | gbs | extra | cluster A: step, MFU, exposed comm | "
+          "cluster B: step, MFU, exposed comm | memory per GPU |")
+    print("|---|---|---:|---:|---|---|---|---:|")
+    for w in WORKLOADS:
+        family, model, parallel, mbs, gbs, extra = w
+        shown = [e for e in extra if e != "--overlap" and e not in ("domino", "two-batch")]
+        cells = []
+        mem = 0
+        for cluster in ("a40-nvlink", "a40-pcie"):
+            d = simulate(lagom, w, cluster)
+            mem = d["memory_per_gpu_bytes"]
+            cells.append(f"{d['step_time_us'] / 1e3:.1f} ms, MFU {100 * d['mfu']:.1f}%, "
+                         f"exposed comm {d['exposed_comm_us'] / 1e3:.1f} ms")
+        print(f"| `{model}` | `{parallel}` | {mbs} | {gbs} | "
+              f"{' '.join('`' + e + '`' for e in [' '.join(shown)] if e)} | {cells[0]} | "
+              f"{cells[1]} | {mem / 1e9:.1f} GB |")
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("lagom")
     ap.add_argument("--only", default="fsdp,tp,ep")
     ap.add_argument("--raw")
     ap.add_argument("--no-min-ctas", action="store_true", help="skip table 1b")
+    ap.add_argument("--predictions", action="store_true",
+                    help="print docs/VALIDATION.md §3 (lagom simulate of each workload) instead")
     a = ap.parse_args()
+    if a.predictions:
+        predictions(a.lagom)
+        return
     families = a.only.split(",")
     if a.raw:
         pathlib.Path(a.raw).mkdir(parents=True, exist_ok=True)
