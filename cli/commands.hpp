@@ -20,6 +20,7 @@ int cluster_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
 int tune_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
+int validate_command(const std::vector<std::string>& args);
 int sensitivity_command(const std::vector<std::string>& args);
 
 }  // namespace lagom::cli

@@ -25,7 +25,7 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::simulate_command},
     {"comm", "time one collective over a range of sizes on a cluster (nccl-tests in silico)",
      lagom::cli::comm_command},
-    {"calibrate", "fit a hardware profile to nccl-tests logs, or check a profile against them",
+    {"calibrate", "fit a hardware profile to a GPU bundle or nccl-tests logs, or check one",
      lagom::cli::calibrate_command},
     {"overlap", "one collective beside compute kernels, swept over channels and chunk sizes",
      lagom::cli::overlap_command},
@@ -39,6 +39,8 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::compare_command},
     {"sensitivity", "rerun a comparison with each unmeasured profile number scaled",
      lagom::cli::sensitivity_command},
+    {"validate", "compare a step measured on GPUs (lagom-validate) with its simulation",
+     lagom::cli::validate_command},
 };
 
 void print_help() {

@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "lagom/traces/timeline.hpp"
 #include "lagom/traces/workload.hpp"
@@ -25,5 +26,16 @@ struct ChromeTraceOptions {
 // `times` is indexed by OpId.
 void write_chrome_trace(const Workload& w, std::span<const OpTimes> times, std::ostream& out,
                         const ChromeTraceOptions& options = {});
+
+// Several timelines of one workload in one trace (e.g. measured and simulated, `lagom validate`):
+// timeline i's ranks are processes "<label> rank N" after the previous timelines' ranks. Ops a
+// timeline lacks (`present` false) have no slice there.
+struct LabelledTimeline {
+  std::string label;
+  std::span<const OpTimes> times;
+  std::vector<bool> present;  // by OpId; empty: every op
+};
+void write_chrome_trace(const Workload& w, std::span<const LabelledTimeline> timelines,
+                        std::ostream& out, const ChromeTraceOptions& options = {});
 
 }  // namespace lagom::traces

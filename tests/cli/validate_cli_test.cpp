@@ -1,0 +1,155 @@
+// `lagom validate`: measurements written as lagom-validate writes them (here made from the
+// simulation itself, so that every difference is one the test put there) against the simulation.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "cli_runner.hpp"
+
+namespace lagom::test {
+namespace {
+
+using nlohmann::json;
+
+// The simulated ops of the built-in pipeline example on a DGX H100, as lagom-validate's output,
+// with `scale` applied to op `slow`'s duration (and everything after it on its rank left alone).
+json measured_from_simulation(const std::string& slow = "", double scale = 1.0) {
+  const CliRun sim = run_lagom(
+      {"simulate", "--workload", "builtin:pipeline-2stage", "--cluster", "dgx-h100", "--json"});
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  const json report = json::parse(sim.out);
+  json m = {{"format", "lagom.measured"},
+            {"version", 1},
+            {"workload", "builtin:pipeline-2stage"},
+            {"gpu", "NVIDIA H100 80GB HBM3"},
+            {"steps", 10},
+            {"standins", false},
+            {"step_time_us", report["step_time_us"]},
+            {"ops", json::array()}};
+  for (const json& op : report["ops"]) {
+    double end = op["end_us"].get<double>();
+    if (op["id"] == slow) {
+      end = op["start_us"].get<double>() + scale * (end - op["start_us"].get<double>());
+    }
+    m["ops"].push_back(
+        {{"id", op["id"]}, {"rank", op["rank"]}, {"start_us", op["start_us"]}, {"end_us", end}});
+  }
+  return m;
+}
+
+std::string write(const TempDir& dir, const std::string& name, const json& doc) {
+  const std::string path = (dir.path() / name).string();
+  std::ofstream(path) << doc.dump(1);
+  return path;
+}
+
+std::vector<std::string> args(const std::string& measured) {
+  return {"validate",  "--measured", measured, "--workload", "builtin:pipeline-2stage",
+          "--cluster", "dgx-h100",   "--json"};
+}
+
+TEST(ValidateCli, AMeasurementEqualToTheSimulationHasNoError) {
+  TempDir dir;
+  const CliRun r = run_lagom(args(write(dir, "m.json", measured_from_simulation())));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["context"]["command"], "validate");
+  EXPECT_NEAR(j["step"]["error"].get<double>(), 0.0, 1e-9);
+  EXPECT_EQ(j["ops"]["all"]["ops"].get<int>(), 32);
+  EXPECT_NEAR(j["ops"]["all"]["worst_abs_error"].get<double>(), 0.0, 1e-6);
+  EXPECT_NEAR(j["overlap"]["measured"]["span_us"].get<double>(),
+              j["overlap"]["simulated"]["span_us"].get<double>(), 1e-3);
+  EXPECT_TRUE(j["missing"].empty());
+}
+
+TEST(ValidateCli, NamesTheOpThatWasOff) {
+  // s0.F1 took twice as long on the GPU: measured 2x, so the simulation is -50% off for it,
+  // and it is the worst op.
+  TempDir dir;
+  const CliRun r = run_lagom(args(write(dir, "m.json", measured_from_simulation("s0.F1", 2.0))));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_NEAR(j["ops"]["compute"]["worst_abs_error"].get<double>(), 0.5, 1e-4);
+  EXPECT_NE(j["ops"]["compute"]["worst_op"].get<std::string>().find("s0.F1"), std::string::npos);
+  EXPECT_NEAR(j["worst"][0]["error"].get<double>(), -0.5, 1e-4);
+  EXPECT_NEAR(j["ops"]["comm"]["worst_abs_error"].get<double>(), 0.0, 1e-6);
+}
+
+TEST(ValidateCli, WritesBothTimelinesAndSaysWhatIsMissing) {
+  TempDir dir;
+  json m = measured_from_simulation();
+  m["ops"].erase(m["ops"].begin() + 3);
+  const std::string trace = (dir.path() / "both.json").string();
+  std::vector<std::string> a = args(write(dir, "m.json", m));
+  a.pop_back();  // human output
+  a.insert(a.end(), {"--trace", trace});
+  const CliRun r = run_lagom(a);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 op(s) not measured"), std::string::npos) << r.out;
+  const json t = json::parse(slurp(trace));
+  std::set<std::string> processes;
+  for (const json& e : t["traceEvents"]) {
+    if (e["name"] == "process_name") {
+      processes.insert(e["args"]["name"].get<std::string>());
+    }
+  }
+  EXPECT_TRUE(processes.count("measured rank 0"));
+  EXPECT_TRUE(processes.count("simulated rank 1"));
+}
+
+struct BadMeasured {
+  std::string what;
+  std::function<void(json&)> edit;
+  std::string expect;
+};
+
+class BadMeasurements : public ::testing::TestWithParam<BadMeasured> {};
+
+TEST_P(BadMeasurements, AreErrorsNamingTheFile) {
+  TempDir dir;
+  json m = measured_from_simulation();
+  GetParam().edit(m);
+  const std::string path = write(dir, "bad.json", m);
+  const CliRun r = run_lagom(args(path));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(GetParam().expect), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, BadMeasurements,
+    ::testing::Values(
+        BadMeasured{"unknown_op", [](json& m) { m["ops"][0]["id"] = "nope"; },
+                    "op 'nope' on rank 0 is not in the workload"},
+        BadMeasured{"wrong_rank", [](json& m) { m["ops"][0]["rank"] = 1; }, "on rank 1 is not"},
+        BadMeasured{"twice", [](json& m) { m["ops"].push_back(m["ops"][0]); },
+                    "was measured twice"},
+        BadMeasured{"reversed", [](json& m) { m["ops"][0]["end_us"] = -1; },
+                    "ops[0].end_us: expected a time in microseconds >= 0"},
+        BadMeasured{
+            "ends_before_start",
+            [](json& m) { m["ops"][1]["end_us"] = m["ops"][1]["start_us"].get<double>() - 1; },
+            "ops[1]: ends"},
+        BadMeasured{"wrong_format", [](json& m) { m["format"] = "lagom.bundle"; },
+                    "expected \"lagom.measured\""},
+        BadMeasured{"unknown_field", [](json& m) { m["speed"] = 1; }, "unknown field 'speed'"}),
+    [](const ::testing::TestParamInfo<BadMeasured>& p) { return p.param.what; });
+
+TEST(ValidateCli, NeedsItsInputs) {
+  EXPECT_EQ(
+      run_lagom({"validate", "--workload", "builtin:fsdp-4gpu", "--cluster", "dgx-h100"}).exit_code,
+      2);
+  TempDir dir;
+  const CliRun r = run_lagom({"validate", "--measured", (dir.path() / "none.json").string(),
+                              "--workload", "builtin:fsdp-4gpu", "--cluster", "dgx-h100"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot open measurements"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace lagom::test
