@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_common.cuh"
+#include "gpu_common.hpp"
 #include "kernels.cuh"
 
 namespace lagom::gpu {
@@ -139,8 +139,8 @@ int stream_grid(int sms) {
 void bench_hbm(const Options& o, const calibrate::BundleContext& ctx, cudaStream_t s,
                calibrate::Bundle& b) {
   note("hbm: read, write, copy, triad and cudaMemcpyAsync over buffers far larger than L2%s");
-  const std::size_t largest = std::max<std::size_t>(std::size_t{1} << 31,
-                                                    static_cast<std::size_t>(8 * ctx.gpu.l2_bytes));
+  const std::size_t largest =
+      std::max<std::size_t>(std::size_t{1} << 31, static_cast<std::size_t>(8 * ctx.gpu.l2_bytes));
   const std::size_t cap = static_cast<std::size_t>(ctx.gpu.memory_bytes / 5);
   std::vector<std::size_t> sizes = {largest / 4, largest / 2, largest};
   for (std::size_t& sz : sizes) {
@@ -156,11 +156,17 @@ void bench_hbm(const Options& o, const calibrate::BundleContext& ctx, cudaStream
       std::function<void()> run;
     };
     const std::vector<K> kernels = {
-        {"read", 1.0 * bytes, [&] { read_kernel<<<grid, 256, 0, s>>>(x.as<float4>(), n4, sink.as<float>()); }},
-        {"write", 1.0 * bytes, [&] { write_kernel<<<grid, 256, 0, s>>>(y.as<float4>(), n4, 1.0f); }},
-        {"copy", 2.0 * bytes, [&] { copy_kernel<<<grid, 256, 0, s>>>(x.as<float4>(), y.as<float4>(), n4); }},
+        {"read", 1.0 * bytes,
+         [&] { read_kernel<<<grid, 256, 0, s>>>(x.as<float4>(), n4, sink.as<float>()); }},
+        {"write", 1.0 * bytes,
+         [&] { write_kernel<<<grid, 256, 0, s>>>(y.as<float4>(), n4, 1.0f); }},
+        {"copy", 2.0 * bytes,
+         [&] { copy_kernel<<<grid, 256, 0, s>>>(x.as<float4>(), y.as<float4>(), n4); }},
         {"triad", 3.0 * bytes,
-         [&] { triad_kernel<<<grid, 256, 0, s>>>(x.as<float4>(), y.as<float4>(), z.as<float4>(), n4, 2.0f); }},
+         [&] {
+           triad_kernel<<<grid, 256, 0, s>>>(x.as<float4>(), y.as<float4>(), z.as<float4>(), n4,
+                                             2.0f);
+         }},
         {"memcpy", 2.0 * bytes,
          [&] { LAGOM_CUDA(cudaMemcpyAsync(y.ptr, x.ptr, bytes, cudaMemcpyDeviceToDevice, s)); }},
     };
@@ -198,7 +204,8 @@ void bench_launch(const Options& o, cudaStream_t s, calibrate::Bundle& b) {
     empty_kernel<<<1, 32, 0, s>>>();
     LAGOM_CUDA(cudaStreamSynchronize(s));
     const auto t1 = std::chrono::steady_clock::now();
-    b.launch.push_back({"synchronized", std::chrono::duration<double, std::micro>(t1 - t0).count()});
+    b.launch.push_back(
+        {"synchronized", std::chrono::duration<double, std::micro>(t1 - t0).count()});
   }
 }
 
@@ -206,16 +213,17 @@ void bench_launch(const Options& o, cudaStream_t s, calibrate::Bundle& b) {
 // of several widths) and an M staircase that crosses whole waves of output tiles.
 std::vector<std::array<std::int64_t, 3>> gemm_shapes(const Options& o, int sms) {
   std::vector<std::array<std::int64_t, 3>> shapes;
-  const std::vector<std::int64_t> hidden = o.quick ? std::vector<std::int64_t>{4096, 8192}
-                                                   : std::vector<std::int64_t>{2560, 4096, 5120, 8192, 12288};
-  const std::vector<std::int64_t> tokens = o.quick ? std::vector<std::int64_t>{8192}
-                                                   : std::vector<std::int64_t>{4096, 8192, 16384};
+  const std::vector<std::int64_t> hidden =
+      o.quick ? std::vector<std::int64_t>{4096, 8192}
+              : std::vector<std::int64_t>{2560, 4096, 5120, 8192, 12288};
+  const std::vector<std::int64_t> tokens =
+      o.quick ? std::vector<std::int64_t>{8192} : std::vector<std::int64_t>{4096, 8192, 16384};
   for (std::int64_t h : hidden) {
     for (std::int64_t t : tokens) {
-      shapes.push_back({t, 3 * h, h});      // QKV
-      shapes.push_back({t, h, h});          // attention output
-      shapes.push_back({t, 4 * h, h});      // MLP up
-      shapes.push_back({t, h, 4 * h});      // MLP down
+      shapes.push_back({t, 3 * h, h});  // QKV
+      shapes.push_back({t, h, h});      // attention output
+      shapes.push_back({t, 4 * h, h});  // MLP up
+      shapes.push_back({t, h, 4 * h});  // MLP down
     }
   }
   // n = 4 tile columns, so M of 128 x j gives 4j tiles: every sms/4 steps a new wave.
@@ -243,8 +251,8 @@ void bench_gemm(const Options& o, const calibrate::BundleContext& ctx, cublasLtH
       const double t = time_us(s, [&] { ops.run(g, i, s); });
       // The grid cuBLASLt launches is not exposed; its heuristic's waves are: blocks = waves x SMs
       // for one CTA per SM, which is what the 128 x 128 tile count gives where they agree.
-      const auto blocks = static_cast<std::int64_t>(
-          g.waves() > 0 ? std::llround(g.waves() * ctx.gpu.sms) : tiles);
+      const auto blocks =
+          static_cast<std::int64_t>(g.waves() > 0 ? std::llround(g.waves() * ctx.gpu.sms) : tiles);
       b.gemm.push_back({m, n, k, blocks, g.waves(), t});
     }
   }
@@ -252,8 +260,9 @@ void bench_gemm(const Options& o, const calibrate::BundleContext& ctx, cublasLtH
 
 void bench_streams(const Options& o, const calibrate::BundleContext& ctx, cudaStream_t s,
                    calibrate::Bundle& b) {
-  const std::vector<double> sizes = o.quick ? std::vector<double>{1 << 20, 1 << 24, 1 << 27}
-                                            : std::vector<double>{1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28};
+  const std::vector<double> sizes =
+      o.quick ? std::vector<double>{1 << 20, 1 << 24, 1 << 27}
+              : std::vector<double>{1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28};
   const double cap = ctx.gpu.memory_bytes / 4;
   for (const char* cls : {"elementwise", "norm", "optimizer"}) {
     if (!wanted(o, cls)) {
@@ -278,18 +287,28 @@ void bench_streams(const Options& o, const calibrate::BundleContext& ctx, cudaSt
       std::function<void()> run;
       if (c == "elementwise") {
         blocks = static_cast<int>((elems + 2047) / 2048);
-        LAGOM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gelu_kernel, kStreamThreads, 0));
-        run = [&] { gelu_kernel<<<blocks, kStreamThreads, 0, s>>>(bufs[0]->as<float>(), bufs[1]->as<float>(), elems); };
+        LAGOM_CUDA(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gelu_kernel, kStreamThreads, 0));
+        run = [&] {
+          gelu_kernel<<<blocks, kStreamThreads, 0, s>>>(bufs[0]->as<float>(), bufs[1]->as<float>(),
+                                                        elems);
+        };
       } else if (c == "norm") {
         blocks = static_cast<int>(elems / kNormWidth);
-        LAGOM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rmsnorm_kernel, kStreamThreads, 0));
-        run = [&] { rmsnorm_kernel<<<blocks, kStreamThreads, 0, s>>>(bufs[0]->as<float>(), weight.as<float>(), bufs[1]->as<float>()); };
+        LAGOM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rmsnorm_kernel,
+                                                                 kStreamThreads, 0));
+        run = [&] {
+          rmsnorm_kernel<<<blocks, kStreamThreads, 0, s>>>(bufs[0]->as<float>(), weight.as<float>(),
+                                                           bufs[1]->as<float>());
+        };
       } else {
         blocks = static_cast<int>((elems + 2047) / 2048);
-        LAGOM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam_kernel, kStreamThreads, 0));
+        LAGOM_CUDA(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam_kernel, kStreamThreads, 0));
         run = [&] {
           adam_kernel<<<blocks, kStreamThreads, 0, s>>>(bufs[0]->as<float>(), bufs[1]->as<float>(),
-                                                          bufs[2]->as<float>(), bufs[3]->as<float>(), elems);
+                                                        bufs[2]->as<float>(), bufs[3]->as<float>(),
+                                                        elems);
         };
       }
       for (int w = 0; w < 3; ++w) {
@@ -319,7 +338,8 @@ void bench_contention(const Options& o, const calibrate::BundleContext& ctx, cub
   LAGOM_CUDA(cudaStreamCreateWithPriority(&occ_stream, cudaStreamNonBlocking, hi));
   LAGOM_CUDA(cudaFuncSetAttribute(occupier_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kOccupierSmem));
-  const std::vector<int> ctas_list = o.quick ? std::vector<int>{2, 8, 32} : std::vector<int>{1, 2, 4, 8, 16, 32};
+  const std::vector<int> ctas_list =
+      o.quick ? std::vector<int>{2, 8, 32} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const std::vector<std::int64_t> chunks = {256 << 10, 1 << 20, 4 << 20};
   const std::vector<double> rates = {0.0, 200.0};
   // One full-GPU GEMM (many waves) and one of exactly one wave of 128 x 128 tiles (the tail case).
@@ -365,7 +385,8 @@ void bench_contention(const Options& o, const calibrate::BundleContext& ctx, cub
                 counters.as<unsigned long long>() + 1);
             LAGOM_CUDA(cudaGetLastError());
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            while (*reinterpret_cast<volatile unsigned int*>(resident) < static_cast<unsigned>(ctas)) {
+            while (*reinterpret_cast<volatile unsigned int*>(resident) <
+                   static_cast<unsigned>(ctas)) {
               if (std::chrono::steady_clock::now() > deadline) {
                 throw GpuError("the occupier's CTAs did not all become resident in 10 s");
               }
@@ -375,7 +396,8 @@ void bench_contention(const Options& o, const calibrate::BundleContext& ctx, cub
             LAGOM_CUDA(cudaStreamSynchronize(occ_stream));
             unsigned long long c[2] = {0, 0};
             LAGOM_CUDA(cudaMemcpy(c, counters.ptr, sizeof c, cudaMemcpyDeviceToHost));
-            const double gbps = c[1] > 0 ? static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0;
+            const double gbps =
+                c[1] > 0 ? static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0;
             b.contention.push_back({ctas, chunk, rate, m, n, k, alone_us, t, gbps});
           }
         }
@@ -428,7 +450,8 @@ void bench_nccl(const Options& o, const RankInfo& r, const calibrate::BundleCont
   const std::vector<CollSpec> colls = {{"all_reduce", 0}, {"all_gather", 1}, {"reduce_scatter", 2}};
   const std::vector<std::string> algos = {"Ring", "Tree", "NVLS"};
   const std::vector<std::string> protos = {"LL", "LL128", "Simple"};
-  const std::vector<int> channels = o.quick ? std::vector<int>{2, 8, 32} : std::vector<int>{1, 2, 4, 8, 16, 32};
+  const std::vector<int> channels =
+      o.quick ? std::vector<int>{2, 8, 32} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const int iters = 20;
   for (const CollSpec& c : colls) {
     for (const std::string& algo : algos) {
@@ -478,8 +501,8 @@ void bench_nccl(const Options& o, const RankInfo& r, const calibrate::BundleCont
           if (r.rank != 0) {
             continue;
           }
-          const std::string name = std::string("nccl-") + c.name + "-" + algo + "-" + proto + "-nc" +
-                                   std::to_string(nc) + ".txt";
+          const std::string name = std::string("nccl-") + c.name + "-" + algo + "-" + proto +
+                                   "-nc" + std::to_string(nc) + ".txt";
           if (!failure.empty()) {
             note("nccl: %s", name + " not measured: " + failure);
             continue;
@@ -490,8 +513,9 @@ void bench_nccl(const Options& o, const RankInfo& r, const calibrate::BundleCont
           text += "gpus_per_node: " + std::to_string(r.nranks) + "\n";
           text += "nodes: 1\n";
           text += "nccl_version: " + ctx.nccl + "\n";
-          text += "env: NCCL_ALGO=" + algo + " NCCL_PROTO=" + proto + " NCCL_MIN_CTAS=" +
-                  std::to_string(nc) + " NCCL_MAX_CTAS=" + std::to_string(nc) + "\n";
+          text += "env: NCCL_ALGO=" + algo + " NCCL_PROTO=" + proto +
+                  " NCCL_MIN_CTAS=" + std::to_string(nc) + " NCCL_MAX_CTAS=" + std::to_string(nc) +
+                  "\n";
           text += "datatype: bfloat16\n";
           text += "iters: " + std::to_string(iters) + " (warmup 5)\n";
           text += "collective: " + std::string(c.name) + "\n";

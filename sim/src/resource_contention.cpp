@@ -185,23 +185,24 @@ void ResourceContention::warn(std::string message) {
 }
 
 void ResourceContention::fit_alone(std::vector<FlowSolver::Use>& uses, double bound,
-                                   traces::OpId op) {
-  bool warned = false;
-  bool named = false;  // only the first few warnings are written out (formatting is not free)
+                                   traces::OpId op, bool measured) {
+  // A measured op faster than the hardware is the input's fault: say so, once per op (and write
+  // out only the first few: formatting is not free). A model-timed one over a capacity is the
+  // model's own rounding (integer nanoseconds, L2 inflation): capped silently.
+  bool warned = !measured;
   for (FlowSolver::Use& u : uses) {
     const double cap = solver_.capacity(u.resource);
     if (u.demand * bound > cap * (1 + 1e-9)) {
       if (!warned) {
         warned = true;
         ++warning_count_;
-      }
-      if (warned && warnings_.size() < kKeptWarnings && !named) {
-        named = true;
-        warnings_.push_back(fmt::format(
-            "{}: its duration_us means {:.4g} GB/s through {}, which carries {:.4g} GB/s: capped "
-            "there (and wherever else it exceeds a capacity), so it runs at its stated speed; the "
-            "workload's bytes or duration, or the cluster, is off",
-            w_->describe(op), u.demand * bound, resource_name(u.resource), cap));
+        if (warnings_.size() < kKeptWarnings) {
+          warnings_.push_back(fmt::format(
+              "{}: its duration_us means {:.4g} GB/s through {}, which carries {:.4g} GB/s: "
+              "capped there (and wherever else it exceeds a capacity), so it runs at its stated "
+              "speed; the workload's bytes or duration, or the cluster, is off",
+              w_->describe(op), u.demand * bound, resource_name(u.resource), cap));
+        }
       }
       u.demand = cap / bound;
     }
@@ -293,7 +294,7 @@ void ResourceContention::started(const Activity& a) {
       for (FlowSolver::Use& u : scratch_) {
         u.demand *= scale;
       }
-      fit_alone(scratch_, 1.0, key_op);
+      fit_alone(scratch_, 1.0, key_op, given_ns != traces::kNoDuration);
       uses = scratch_;
     }
     run.scale = fits ? scale : 1.0;
@@ -351,7 +352,7 @@ void ResourceContention::started(const Activity& a) {
     if (t > 0 && bytes > 0) {
       scratch_.push_back({hbm_of(w.rank_of(a.subject)), bytes / (t * kGB)});
     }
-    fit_alone(scratch_, 1.0, a.subject);
+    fit_alone(scratch_, 1.0, a.subject, w.duration_ns(a.subject) != traces::kNoDuration);
     run.flow = solver_.add_flow(scratch_, 1.0);
   }
   if (run.flow != kNoFlow) {
@@ -512,7 +513,7 @@ void ResourceContention::regrant(traces::Rank rank) {
       if (demand > 0) {
         scratch_.push_back({hbm_of(rank), demand});
       }
-      fit_alone(scratch_, bound, run.op);
+      fit_alone(scratch_, bound, run.op, w_->duration_ns(run.op) != traces::kNoDuration);
       if (run.flow == kNoFlow) {
         run.flow = solver_.add_flow(scratch_, bound);
         bind_flow(gpu.kernels[k]);

@@ -158,8 +158,9 @@ class ResourceContention final : public ContentionModel {
   CommInfo& comm_info(traces::OpId op);
   void mark(traces::Rank rank);
   void add_comm(traces::Rank rank, traces::OpId op);
-  // Caps each demand so that the flow alone, at `bound`, fits every resource; warns for `op`.
-  void fit_alone(std::vector<FlowSolver::Use>& uses, double bound, traces::OpId op);
+  // Caps each demand so that the flow alone, at `bound`, fits every resource; warns for `op`
+  // when it is `measured` (its time given by the workload).
+  void fit_alone(std::vector<FlowSolver::Use>& uses, double bound, traces::OpId op, bool measured);
   void warn(std::string message);
   void bind_flow(std::uint32_t slot);
   void remove_comm(traces::Rank rank, traces::OpId op);

@@ -16,6 +16,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -169,8 +170,8 @@ class Gemm {
     LAGOM_CUBLAS(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     int returned = 0;
-    LAGOM_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt_, op_, a_, b_, c_, c_, pref, 1, &heur_,
-                                                &returned));
+    LAGOM_CUBLAS(
+        cublasLtMatmulAlgoGetHeuristic(lt_, op_, a_, b_, c_, c_, pref, 1, &heur_, &returned));
     cublasLtMatmulPreferenceDestroy(pref);
     if (returned < 1) {
       throw GpuError("cuBLASLt has no algorithm for a " + std::to_string(m) + "x" +
@@ -190,7 +191,9 @@ class Gemm {
     return 2 * static_cast<std::size_t>(m_ * k_ + k_ * n_ + m_ * n_);
   }
   double waves() const { return heur_.wavesCount; }
-  double flops() const { return 2.0 * static_cast<double>(m_) * n_ * k_; }
+  double flops() const {
+    return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_);
+  }
 
   void run(const void* a, const void* b, void* c, cudaStream_t stream) const {
     const float alpha = 1.0f;
@@ -226,8 +229,8 @@ struct GemmOperands {
 
 // Copies of a working set of `bytes` that together exceed twice the L2 (at most 8).
 inline int copies_beyond_l2(std::size_t bytes, double l2_bytes) {
-  return static_cast<int>(std::clamp<double>(std::ceil(2.0 * l2_bytes / std::max<double>(bytes, 1)),
-                                             1.0, 8.0));
+  return static_cast<int>(std::clamp<double>(
+      std::ceil(2.0 * l2_bytes / std::max(static_cast<double>(bytes), 1.0)), 1.0, 8.0));
 }
 
 // Where this process sits in a multi-GPU run: --rank/--nranks, else Slurm's or Open MPI's
