@@ -1,4 +1,6 @@
 // Host-callable launches of kernels.cuh's kernels (see launch.cuh).
+#include <algorithm>
+
 #include "kernels.cuh"
 #include "launch.cuh"
 
@@ -36,12 +38,13 @@ __global__ void timed_occupier_kernel(const char* src, char* dst, std::size_t ch
 }  // namespace
 
 void launch_stream(const float* x, float* y, std::size_t n, cudaStream_t s) {
-  const auto blocks = static_cast<unsigned>((n + 2047) / 2048);
-  gelu_kernel < < <blocks> 0 ? blocks : 1, kStreamThreads, 0, s >>> (x, y, n);
+  const auto grid = std::max(1u, static_cast<unsigned>((n + 2047) / 2048));
+  gelu_kernel<<<grid, kStreamThreads, 0, s>>>(x, y, n);
 }
 
 void launch_spin(std::uint64_t ns, int blocks, cudaStream_t s) {
-  spin_kernel < < <blocks> 0 ? blocks : 1, 128, 0, s >>> (ns);
+  const int grid = std::max(1, blocks);
+  spin_kernel<<<grid, 128, 0, s>>>(ns);
 }
 
 void launch_timed_occupier(const char* src, char* dst, std::size_t chunk, int ctas,
