@@ -44,7 +44,7 @@ struct Slot {
   std::uint32_t version = 0;
   std::uint32_t subject = 0;  // OpId, or InstanceId when is_instance
   bool is_instance = false;
-  bool fixed_phase = false;  // an instance in its fixed part (CostModel::fixed_share)
+  bool fixed_phase = false;  // an instance in its fixed part (ContentionModel::fixed_part)
   // Kept to 32 bytes: the slot array is touched on every event.
 };
 
@@ -170,15 +170,14 @@ class Engine::Impl {
     return opt_.cost->standalone_time(w_, g_, g_.members(inst).front());
   }
 
-  // The fixed part of an instance's time `t` (CostModel::fixed_share), run before its bytes
-  // move. Only with a contention model (alone the split changes nothing) and only when both parts
-  // are there.
+  // The fixed part of an instance's time `t` (ContentionModel::fixed_part), run before its
+  // bytes move. Only with a contention model (alone the split changes nothing) and only when both
+  // parts are there.
   Time fixed_part(InstanceId inst, Time t) const {
-    if (opt_.contention == nullptr || opt_.cost == nullptr) {
+    if (opt_.contention == nullptr) {
       return Time();
     }
-    const double share = opt_.cost->fixed_share(w_, g_, g_.members(inst).front());
-    const Time fixed = Time::ns(std::llround(share * static_cast<double>(t.count_ns())));
+    const Time fixed = opt_.contention->fixed_part(inst, t);
     return fixed > Time() && fixed < t ? fixed : Time();
   }
 

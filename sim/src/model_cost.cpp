@@ -163,18 +163,6 @@ Time ModelCost::standalone_time(const traces::Workload&, const traces::Execution
   return model_time(op);
 }
 
-double ModelCost::fixed_share(const traces::Workload&, const traces::ExecutionGraph&,
-                              traces::OpId op) const {
-  if (!traces::is_comm(w_.kind(op))) {
-    return 0;
-  }
-  const CollectiveEstimate e = estimate(op);
-  if (!(e.time_us > 0)) {
-    return 0;
-  }
-  return std::clamp((e.launch_us + e.hop_us + e.sync_us) / e.time_us, 0.0, 1.0);
-}
-
 Time ModelCost::model_time(traces::OpId op) const {
   switch (w_.kind(op)) {
     case traces::OpKind::kCompute: {

@@ -118,8 +118,10 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   c.time_us = e.time_us;
   // Its bytes move during the part of its time that bandwidth buys (transfer and pipeline
   // fill); the engine runs the fixed part (launch, hop latencies, chunk-step overheads) first,
-  // uncontended (CostModel::fixed_share), so the draws are over the moving part alone.
-  const double moving_us = e.time_us - (e.launch_us + e.hop_us + e.sync_us);
+  // uncontended (fixed_part), so the draws are over the moving part alone.
+  const double fixed_us = e.launch_us + e.hop_us + e.sync_us;
+  const double moving_us = e.time_us - fixed_us;
+  c.fixed_share = e.time_us > 0 ? std::clamp(fixed_us / e.time_us, 0.0, 1.0) : 0.0;
   c.nchannels = cfg.nchannels;
   c.nthreads = cfg.nthreads;
   // NCCL keeps up to 4 chunks per channel in flight, but never more than the collective's size.
@@ -249,6 +251,22 @@ void ResourceContention::waiting(traces::OpId op) {
   add_comm(w_->rank_of(op), op);
 }
 
+traces::OpId ResourceContention::key_op(std::uint32_t instance) const {
+  // Point-to-point instances are keyed by their sender.
+  const auto members = g_->members(instance);
+  traces::OpId key = members.front();
+  for (traces::OpId m : members) {
+    key = w_->kind(m) == traces::OpKind::kSend ? m : key;
+  }
+  return key;
+}
+
+Time ResourceContention::fixed_part(std::uint32_t instance, Time alone) {
+  // A measured instance is taken to split as the model's estimate does.
+  const double share = comm_info(key_op(instance)).fixed_share;
+  return Time::ns(std::llround(share * static_cast<double>(alone.count_ns())));
+}
+
 void ResourceContention::started(const Activity& a) {
   if (a.slot >= running_.size()) {
     running_.resize(a.slot + 1);
@@ -266,11 +284,7 @@ void ResourceContention::started(const Activity& a) {
   const traces::Workload& w = *w_;
   if (a.instance) {
     const auto members = g_->members(a.subject);
-    // Point-to-point instances are keyed by their sender.
-    traces::OpId key_op = members.front();
-    for (traces::OpId m : members) {
-      key_op = w.kind(m) == traces::OpKind::kSend ? m : key_op;
-    }
+    const traces::OpId key_op = this->key_op(a.subject);
     CommInfo& c = comm_info(key_op);
     run.op = key_op;
     // An instance given its duration (a measured trace) moves its bytes in that time, not in

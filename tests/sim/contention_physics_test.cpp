@@ -33,6 +33,9 @@ class Checked final : public ContentionModel {
   void waiting(traces::OpId op) override { inner_.waiting(op); }
   void started(const Activity& a) override { inner_.started(a); }
   void finished(const Activity& a) override { inner_.finished(a); }
+  Time fixed_part(std::uint32_t instance, Time alone) override {
+    return inner_.fixed_part(instance, alone);
+  }
   void rates(std::vector<RateChange>& out) override {
     const std::size_t before = out.size();
     inner_.rates(out);

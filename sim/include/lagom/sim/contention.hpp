@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lagom/common/time.hpp"
 #include "lagom/traces/execution_graph.hpp"
 #include "lagom/traces/workload.hpp"
 
@@ -39,6 +40,16 @@ class ContentionModel {
   virtual void started(const Activity& a) = 0;
   // `a` has finished; its ops leave their GPUs.
   virtual void finished(const Activity& a) = 0;
+  // The part of a communication instance's time alone `alone` that no bandwidth buys back
+  // (launch, hop latencies, per-step overheads). The engine runs it first, at full speed, the
+  // members holding their SMs (as waiting) but moving nothing, and starts the instance's shared,
+  // moving part after it: the latency-then-bandwidth phases of flow-level network simulators.
+  // None by default.
+  virtual Time fixed_part(std::uint32_t instance, Time alone) {
+    (void)instance;
+    (void)alone;
+    return Time();
+  }
   // Appends the rate of every activity started since the last call, and of every running one
   // whose rate changed, in a deterministic order.
   virtual void rates(std::vector<RateChange>& changed) = 0;

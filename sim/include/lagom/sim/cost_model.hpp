@@ -19,17 +19,6 @@ class CostModel {
   // members are graph.members(graph.instance_of(op))). Throws lagom::Error when it cannot time it.
   virtual Time standalone_time(const traces::Workload& w, const traces::ExecutionGraph& graph,
                                traces::OpId op) const = 0;
-  // The share of a communication op's standalone time that no bandwidth buys back (launch, hop
-  // latencies, per-step overheads), in [0, 1]. With a contention model the engine runs that part
-  // first, at full speed and holding the op's SMs, and only the rest, where the bytes move, is
-  // shared (the latency-then-bandwidth phases of flow-level network simulators). 0 by default.
-  virtual double fixed_share(const traces::Workload& w, const traces::ExecutionGraph& graph,
-                             traces::OpId op) const {
-    (void)w;
-    (void)graph;
-    (void)op;
-    return 0;
-  }
 };
 
 }  // namespace lagom::sim

@@ -49,13 +49,9 @@ class ModelCost final : public CostModel {
   ~ModelCost() override;
 
   std::string_view name() const override { return name_; }
-  // The engine's questions; `w` must be the workload this was built for.
+  // The engine's question; `w` must be the workload this was built for.
   Time standalone_time(const traces::Workload& w, const traces::ExecutionGraph& graph,
                        traces::OpId op) const override;
-  // Communication: (launch + hop latencies + chunk-step overheads) / time of the collective
-  // model's estimate; also for a measured op (whose time is taken to split alike). 0 otherwise.
-  double fixed_share(const traces::Workload& w, const traces::ExecutionGraph& graph,
-                     traces::OpId op) const override;
 
   // The configuration a communication op runs with and the model's breakdown of its time.
   nccl::CommConfig config_for(traces::OpId op) const;

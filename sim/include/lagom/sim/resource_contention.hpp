@@ -65,6 +65,7 @@ class ResourceContention final : public ContentionModel {
   void waiting(traces::OpId op) override;
   void started(const Activity& a) override;
   void finished(const Activity& a) override;
+  Time fixed_part(std::uint32_t instance, Time alone) override;
   void rates(std::vector<RateChange>& changed) override;
 
   // --- For tests and reports -------------------------------------------------------------------
@@ -89,7 +90,11 @@ class ResourceContention final : public ContentionModel {
 
  private:
   struct CommInfo {
-    double time_us = 0;  // the collective model's time alone (what `uses` are rated at)
+    double time_us = 0;  // the collective model's time alone
+    // The share of it that no bandwidth buys back (launch, hop latencies, chunk-step
+    // overheads): the engine runs it first (fixed_part); `uses` are the draws of the rest
+    // (transfer and pipeline fill), where the bytes move.
+    double fixed_share = 0;
     int nchannels = 0;
     int nthreads = 0;
     double in_flight_bytes = 0;         // 4 * channels * chunk
@@ -160,6 +165,8 @@ class ResourceContention final : public ContentionModel {
   void add_comm(traces::Rank rank, traces::OpId op);
   // Caps each demand so that the flow alone, at `bound`, fits every resource; warns for `op`
   // when it is `measured` (its time given by the workload).
+  // The member an instance's communication is keyed by (a send's sender; else the first).
+  traces::OpId key_op(std::uint32_t instance) const;
   void fit_alone(std::vector<FlowSolver::Use>& uses, double bound, traces::OpId op, bool measured);
   void warn(std::string message);
   void bind_flow(std::uint32_t slot);
