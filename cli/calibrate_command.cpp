@@ -163,6 +163,18 @@ hardware::HardwareProfile profile_for_bundle(const calibrate::Bundle& b) {
                   b.context.gpu.name, fmt::join(hardware::builtin_profiles(), ", ")));
 }
 
+// Writes a fitted profile after reading it back: the reader's ranges are the contract, and a
+// profile that simulate would refuse is an error here, not later.
+void write_profile(const hardware::HardwareProfile& p, const std::string& path) {
+  const std::string text = hardware::profile_to_json(p);
+  try {
+    hardware::parse_profile_json(text, path);
+  } catch (const Error& e) {
+    throw Error(fmt::format("the fitted profile was not written: {}", e.what()));
+  }
+  write_file(path, text, "profile");
+}
+
 std::string bundle_note(const calibrate::GpuFitResult& gpu, const calibrate::Bundle& b) {
   int fitted = 0;
   for (const auto& c : gpu.coefficients) {
@@ -212,7 +224,7 @@ int write_gpu_fit(calibrate::GpuFitResult& gpu, const hardware::HardwareProfile&
   std::erase_if(gpu.profile.calibration,
                 [](const std::string& line) { return line.starts_with("not calibrated"); });
   gpu.profile.calibration.push_back(bundle_note(gpu, b));
-  write_file(out_path, hardware::profile_to_json(gpu.profile), "profile");
+  write_profile(gpu.profile, out_path);
   if (json) {
     nlohmann::ordered_json j;
     j["context"] = context_block("calibrate fit", {{"prior", prior.origin},
@@ -220,6 +232,7 @@ int write_gpu_fit(calibrate::GpuFitResult& gpu, const hardware::HardwareProfile&
                                                    {"synthetic", b.context.synthetic},
                                                    {"output", out_path}});
     j["coefficients"] = coefficients_json(gpu);
+    j["warnings"] = gpu.warnings;
     std::cout << j.dump(1) << "\n";
     return kExitOk;
   }
@@ -350,6 +363,12 @@ int calibrate_command(const std::vector<std::string>& args) {
   calibrate::GpuFitResult gpu;
   if (bundle) {
     gpu = calibrate::fit_gpu_profile(prior, *bundle);
+    for (const std::string& w : gpu.warnings) {
+      fmt::print(stderr, "lagom calibrate: warning: {}\n", w);
+    }
+    if (const std::string why = calibrate::gpu_mismatch(*bundle, prior); !why.empty()) {
+      gpu.profile.calibration.push_back("fitted with --force although " + why);
+    }
   } else {
     gpu.profile = prior;
   }
@@ -378,12 +397,13 @@ int calibrate_command(const std::vector<std::string>& args) {
         fmt::format("residuals over {} rows >= 1 MiB: median {:.1f}%, max {:.1f}%", big.rows,
                     100 * big.median, 100 * big.max));
   }
-  write_file(out_path, hardware::profile_to_json(fit.profile), "profile");
+  write_profile(fit.profile, out_path);
   if (vm.count("json")) {
     nlohmann::ordered_json j;
     j["context"] = context_block("calibrate fit", {{"prior", prior.origin}, {"output", out_path}});
     if (bundle) {
       j["coefficients"] = coefficients_json(gpu);
+      j["warnings"] = gpu.warnings;
     }
     j["iterations"] = fit.iterations;
     j["changed"] = fit.changed;

@@ -77,8 +77,8 @@ int validate_command(const std::vector<std::string>& args) {
   if (hw.cluster.empty()) {
     throw po::error("--cluster is required: the simulation runs on the cluster the step ran on");
   }
-  if (!(min_us >= 0)) {
-    throw po::error("--min-us must be >= 0");
+  if (!(min_us > 0)) {
+    throw po::error("--min-us must be > 0 (a relative error needs a measured duration)");
   }
   std::vector<calibrate::MeasuredStep> measured;
   for (const std::string& p : measured_paths) {
@@ -89,7 +89,8 @@ int validate_command(const std::vector<std::string>& args) {
   const Hardware h = load_hardware(hw);
   sim::Simulation simulation(w, h.cluster, h.profile, sim::SimulationOptions{true, in.source});
   const sim::SimResult simulated = simulation.run();
-  const calibrate::ValidationReport rep = calibrate::compare(w, simulated, measured, min_us);
+  const calibrate::ValidationReport rep =
+      calibrate::compare(w, simulation.graph(), simulated, measured, min_us);
 
   std::vector<const calibrate::OpComparison*> by_error;
   for (const auto& c : rep.ops) {

@@ -19,7 +19,10 @@
 //    plugin when --plan is given (libnccl-tuner-lagom.so beside this binary by default). With
 //    NCCL_DEBUG=INFO, NCCL's log and the plugin's say what each call ran with.
 //  * Every op is timed with events against a step-start event; after --warmup steps, --steps
-//    steps are timed and each op's start and end are their medians.
+//    steps are timed and each op's start and end are their medians. With several ranks, each
+//    step starts after a one-element all-reduce on the world communicator, so that the ranks'
+//    step clocks agree to within that all-reduce's completion skew (microseconds): `lagom
+//    validate` compares a collective's members from the last one's arrival.
 // Exit status 77 when there is no CUDA device.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -365,6 +368,9 @@ class Replay {
       LAGOM_CUDA(cudaEventCreate(&after_[i]));
     }
     LAGOM_CUDA(cudaEventCreate(&step_start_));
+    if (world_ != nullptr) {
+      barrier_ = std::make_unique<DeviceBuffer>(sizeof(float));
+    }
     order_ = issue_order();
   }
 
@@ -412,6 +418,9 @@ class Replay {
 
   void issue_step() {
     const OpId first = first_;
+    if (world_ != nullptr) {  // the ranks' steps start together (see the header)
+      LAGOM_NCCL(ncclAllReduce(barrier_->ptr, barrier_->ptr, 1, ncclFloat, ncclSum, world_, root_));
+    }
     LAGOM_CUDA(cudaEventRecord(step_start_, root_));
     for (cudaStream_t s : streams_) {
       LAGOM_CUDA(cudaStreamWaitEvent(s, step_start_, 0));
@@ -528,6 +537,7 @@ class Replay {
   std::vector<std::unique_ptr<DeviceBuffer>> scratch_;
   std::vector<cudaEvent_t> before_, after_;
   cudaEvent_t step_start_ = nullptr;
+  std::unique_ptr<DeviceBuffer> barrier_;  // the step-start all-reduce's element
   std::vector<OpId> order_;
   int skipped_ = 0;
   int standins_ = 0;

@@ -22,22 +22,46 @@ namespace {
 
 namespace fs = std::filesystem;
 using json_reader::Ctx;
+
+// Bounds of the whole-number columns: a GEMM dimension, a launch's grid (CUDA's x limit), the
+// occupier's CTAs and its chunk.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxBlocks = (std::int64_t{1} << 31) - 1;
+constexpr std::int64_t kMaxCtas = 1 << 16;
+constexpr std::int64_t kMaxChunk = std::int64_t{1} << 32;
 using nlohmann::json;
+
+// Line ends of any system (LF, CRLF or CR) as LF, and no UTF-8 byte-order mark.
+std::string normalized(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    text.remove_prefix(3);
+  }
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r') {
+      out += '\n';
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        ++i;
+      }
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
 
 // One raw/*.csv: a header row naming the columns, then rows of values. Blank lines and lines
 // starting with '#' are skipped.
 class Table {
  public:
   Table(std::string path, const std::string& text) : path_(std::move(path)) {
-    std::istringstream in(text);
+    std::istringstream in(normalized(text));
     std::string line;
     int number = 0;
     while (std::getline(in, line)) {
       ++number;
-      if (!line.empty() && line.back() == '\r') {
-        line.pop_back();
-      }
-      if (line.empty() || line.front() == '#') {
+      if (trim(line).empty() || line.front() == '#') {
         continue;
       }
       std::vector<std::string> cells;
@@ -50,6 +74,14 @@ class Table {
         cells.emplace_back();
       }
       if (header_.empty()) {
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+          if (cells[i].empty() ||
+              std::find(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(i), cells[i]) !=
+                  cells.begin() + static_cast<std::ptrdiff_t>(i)) {
+            throw Error(fmt::format("{}:{}: the header's column {} is {}", path_, number, i + 1,
+                                    cells[i].empty() ? "empty" : "'" + cells[i] + "' again"));
+          }
+        }
         header_ = std::move(cells);
         continue;
       }
@@ -97,12 +129,17 @@ class Table {
     return v;
   }
 
-  std::int64_t integer(std::size_t row, std::string_view name, bool positive = false) const {
-    const double v = number(row, name, positive);
-    if (v != std::floor(v) || v > 9.0e15) {
-      fail(row, fmt::format("{} is {}; it must be a whole number", name, text(row, name)));
+  // A whole number in [lo, hi], written in digits.
+  std::int64_t integer(std::size_t row, std::string_view name, std::int64_t lo,
+                       std::int64_t hi) const {
+    const std::string& s = text(row, name);
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
+      fail(row, fmt::format("{} is '{}'; it must be a whole number in [{}, {}], in digits", name, s,
+                            lo, hi));
     }
-    return static_cast<std::int64_t>(v);
+    return v;
   }
 
   // One of `allowed`.
@@ -298,25 +335,27 @@ Bundle read_bundle(const std::string& dir) {
   }
   if (auto t = table(dir, "gemm")) {
     for (std::size_t r = 0; r < t->rows(); ++r) {
-      b.gemm.push_back({t->integer(r, "m", true), t->integer(r, "n", true),
-                        t->integer(r, "k", true), t->integer(r, "blocks"), t->number(r, "waves"),
-                        t->number(r, "time_us", true)});
+      b.gemm.push_back({t->integer(r, "m", 1, kMaxDim), t->integer(r, "n", 1, kMaxDim),
+                        t->integer(r, "k", 1, kMaxDim), t->integer(r, "blocks", 0, kMaxBlocks),
+                        t->number(r, "waves"), t->number(r, "time_us", true)});
     }
   }
   if (auto t = table(dir, "stream")) {
     for (std::size_t r = 0; r < t->rows(); ++r) {
       b.stream.push_back(
           {t->word(r, "class", {"elementwise", "norm", "optimizer"}), t->number(r, "elems", true),
-           t->number(r, "bytes", true), t->number(r, "flops"), t->integer(r, "blocks", true),
-           static_cast<int>(t->integer(r, "blocks_per_sm", true)), t->number(r, "time_us", true)});
+           t->number(r, "bytes", true), t->number(r, "flops"),
+           t->integer(r, "blocks", 1, kMaxBlocks),
+           static_cast<int>(t->integer(r, "blocks_per_sm", 1, b.context.gpu.max_blocks_per_sm)),
+           t->number(r, "time_us", true)});
     }
   }
   if (auto t = table(dir, "contention")) {
     for (std::size_t r = 0; r < t->rows(); ++r) {
-      b.contention.push_back({static_cast<int>(t->integer(r, "ctas", true)),
-                              t->integer(r, "chunk_bytes", true), t->number(r, "rate_GBps"),
-                              t->integer(r, "m", true), t->integer(r, "n", true),
-                              t->integer(r, "k", true), t->number(r, "gemm_alone_us", true),
+      b.contention.push_back({static_cast<int>(t->integer(r, "ctas", 1, kMaxCtas)),
+                              t->integer(r, "chunk_bytes", 1, kMaxChunk), t->number(r, "rate_GBps"),
+                              t->integer(r, "m", 1, kMaxDim), t->integer(r, "n", 1, kMaxDim),
+                              t->integer(r, "k", 1, kMaxDim), t->number(r, "gemm_alone_us", true),
                               t->number(r, "gemm_us", true), t->number(r, "occupier_GBps")});
     }
   }

@@ -22,6 +22,10 @@ using traces::ComputeShape;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int kNcclCtaThreads = 544;  // NCCL's 512 threads plus its sync warp (occupier CTAs)
+// The ranges a profile may hold (hardware/src/profile.cpp's reader).
+constexpr double kMinEfficiency = 0.001;
+constexpr double kMaxLaunchUs = 1e4;
+constexpr double kMaxL2Pollution = 10;
 
 // A model's prediction against a measured median.
 struct Point {
@@ -109,7 +113,7 @@ class Fitter {
         prior_kept(f.path, *f.number, "no benchmark of lagom-calibrate measures it");
       }
     }
-    return GpuFitResult{p_, fits_};
+    return GpuFitResult{p_, fits_, warnings_};
   }
 
  private:
@@ -119,6 +123,13 @@ class Fitter {
     m = Measured{value, fmt::format("{}: {}", source_, what)};
     fits_.push_back(std::move(f));
   }
+
+  template <typename... Args>
+  void warn(fmt::format_string<Args...> f, Args&&... args) {
+    warnings_.push_back(fmt::format(f, std::forward<Args>(args)...));
+  }
+
+  std::string raw(std::string_view name) const { return b_.path + "/raw/" + std::string(name); }
 
   void prior_kept(const std::string& path, const Measured& m, std::string_view why) {
     fits_.push_back(CoefficientFit{path, m.value, m.value, false, 0, 0, 0, std::string(why)});
@@ -152,6 +163,18 @@ class Fitter {
     }
     const double before = m.value;
     const double v = median(t);
+    if (v > kMaxLaunchUs) {
+      throw Error(
+          fmt::format("{}: the median back-to-back kernel takes {} us; a kernel launch "
+                      "costs microseconds (a profile allows at most {} us)",
+                      raw("launch.csv"), v, kMaxLaunchUs));
+    }
+    if (v > 50) {
+      warn(
+          "{}: the median back-to-back kernel takes {:.1f} us, far above the 2-10 us of a "
+          "kernel launch; was the GPU busy?",
+          raw("launch.csv"), v);
+    }
     m = Measured{v, fmt::format("{}: median of {} back-to-back empty kernels", source_, t.size())};
     fits_.push_back(CoefficientFit{"compute.launch_us", before, v, true, static_cast<int>(t.size()),
                                    0, 0, "median back-to-back kernel time"});
@@ -177,7 +200,19 @@ class Fitter {
       return;
     }
     const double before = m.value;
-    const double v = std::clamp(median(gbps) / p_.gpu.hbm_GBps.value, 0.05, 1.0);
+    const double share = median(gbps) / p_.gpu.hbm_GBps.value;
+    if (share > 1.0) {
+      warn(
+          "{}: copy and triad move {:.1f} GB/s, faster than the {} GB/s of the profile's "
+          "gpu.hbm_GBps: is the datasheet number right for this GPU? (efficiency capped at 1)",
+          raw("hbm.csv"), median(gbps), p_.gpu.hbm_GBps.value);
+    } else if (share < 0.05) {
+      warn(
+          "{}: copy and triad move {:.1f} GB/s, under 5% of the profile's {} GB/s (efficiency "
+          "held at 0.05)",
+          raw("hbm.csv"), median(gbps), p_.gpu.hbm_GBps.value);
+    }
+    const double v = std::clamp(share, 0.05, 1.0);
     m = Measured{v, fmt::format("{}: median copy/triad bandwidth {:.1f} GB/s of {} samples over "
                                 "the datasheet's {} GB/s",
                                 source_, median(gbps), gbps.size(), p_.gpu.hbm_GBps.value)};
@@ -195,8 +230,18 @@ class Fitter {
     const double v = minimise(p_, field, lo, hi, points);
     m = Measured{v, fmt::format("{}: {} ({} configurations, {} samples)", source_, how,
                                 points.size(), samples)};
-    fits_.push_back(CoefficientFit{path, before, v, true, samples, err_before,
-                                   median_abs_error(p_, points), std::string(how)});
+    const double err_after = median_abs_error(p_, points);
+    fits_.push_back(
+        CoefficientFit{path, before, v, true, samples, err_before, err_after, std::string(how)});
+    // At an edge the model could not reach the measurements (0 is a real value only for
+    // l2_pollution, whose lower edge is therefore not suspicious).
+    const double edge = 1e-3 * (hi - lo);
+    if ((lo > 0 && v - lo < edge) || hi - v < edge) {
+      warn(
+          "{} ends at the edge of its range [{}, {}] with the model still {:.1f}% off "
+          "(median): these samples are outside what the model explains",
+          path, lo, hi, 100 * err_after);
+    }
   }
 
   void stream(ComputeClass cls) {
@@ -225,6 +270,12 @@ class Fitter {
     }
     const double before_tb = k.blocks_per_sm.value;
     const double tb = std::round(median(occupancy));
+    if (tb > p_.gpu.max_blocks_per_sm.value) {
+      throw Error(
+          fmt::format("{}: the {} kernels ran {} blocks per SM, more than the device's "
+                      "{} (max_blocks_per_sm in context.json)",
+                      raw("stream.csv"), name, tb, p_.gpu.max_blocks_per_sm.value));
+    }
     k.blocks_per_sm =
         Measured{tb, fmt::format("{}: the occupancy its kernels ran with (cudaOccupancy"
                                  "MaxActiveBlocksPerMultiprocessor, {} samples)",
@@ -249,7 +300,9 @@ class Fitter {
         [](HardwareProfile& p) -> Measured& { return p.compute.classes[4].hbm_efficiency; },
         [](HardwareProfile& p) -> Measured& { return p.compute.classes[5].hbm_efficiency; },
     };
-    fit(base + ".hbm_efficiency", kFields[index], 0.02, 1.2, points, static_cast<int>(mine.size()),
+    // A class's kernels alone get at most what the streaming benchmarks got.
+    fit(base + ".hbm_efficiency", kFields[index], kMinEfficiency,
+        p_.contention.hbm_efficiency.value, points, static_cast<int>(mine.size()),
         "the compute model's time over its streaming kernels");
   }
 
@@ -279,6 +332,7 @@ class Fitter {
     const sim::ComputeModel prior(p_);
     std::vector<Point> points;
     int samples = 0;
+    int tiny = 0;
     for (const auto& [key, t] : times) {
       const auto [m, n, k, blocks] = key;
       const ComputeShape shape = gemm_shape(m, n, k, blocks);
@@ -287,18 +341,28 @@ class Fitter {
       if (e.compute_us <= e.memory_us) {
         continue;  // memory-bound: says nothing about the tensor rate
       }
+      if (e.time_us - p_.compute.launch_us.value < p_.compute.launch_us.value) {
+        ++tiny;  // its time is cuBLAS's fixed costs more than its arithmetic
+        continue;
+      }
       samples += static_cast<int>(t.size());
       points.push_back(Point{[shape, bytes](const HardwareProfile& p) {
                                return sim::ComputeModel(p).alone(shape, bytes).time_us;
                              },
                              median(t)});
     }
+    if (tiny > 0) {
+      warn(
+          "{}: {} GEMM shape(s) left out of the fit: their arithmetic takes less than a launch, "
+          "so their time is fixed costs, not the tensor rate",
+          raw("gemm.csv"), tiny);
+    }
     if (points.empty()) {
       prior_kept("compute.classes.gemm.flops_efficiency", field(p_),
                  "no compute-bound GEMM samples (benchmark 'gemm')");
       return;
     }
-    fit("compute.classes.gemm.flops_efficiency", field, 0.02, 1.2, points, samples,
+    fit("compute.classes.gemm.flops_efficiency", field, kMinEfficiency, 1.0, points, samples,
         "the compute model's time (waves over the launch's grid) over compute-bound GEMMs");
   }
 
@@ -309,17 +373,31 @@ class Fitter {
     using Key = std::tuple<int, std::int64_t, double, std::int64_t, std::int64_t, std::int64_t>;
     std::map<Key, std::vector<double>> times;
     std::map<Key, std::vector<double>> drawn;
+    std::map<Key, std::vector<double>> alone_times;
     for (const ContentionSample& s : b_.contention) {
       const Key key{s.ctas, s.chunk_bytes, s.rate_GBps, s.m, s.n, s.k};
       times[key].push_back(s.gemm_us);
       drawn[key].push_back(s.occupier_GBps);
+      alone_times[key].push_back(s.gemm_alone_us);
     }
     std::vector<Point> points;
+    const double hbm_measured = p_.gpu.hbm_GBps.value * p_.contention.hbm_efficiency.value;
+    int faster = 0;
     for (const auto& [key, t] : times) {
       const auto [ctas, chunk, rate, m, n, k] = key;
       const ComputeShape shape = gemm_shape(m, n, k, 0);
       const double bytes = gemm_bytes(m, n, k);
-      const double occupier = median(drawn.at(key));
+      double occupier = median(drawn.at(key));
+      if (occupier > 1.05 * hbm_measured) {
+        warn(
+            "{}: the occupier ({} CTAs, {} B chunks) drew {:.1f} GB/s, more than the {:.1f} GB/s "
+            "the HBM gives (contention.hbm_efficiency x gpu.hbm_GBps); taken as all of it",
+            raw("contention.csv"), ctas, chunk, occupier, hbm_measured);
+        occupier = hbm_measured;
+      }
+      if (median(alone_times.at(key)) > 1.02 * median(t)) {
+        ++faster;  // noise or a broken run: beside the occupier it cannot be faster
+      }
       const double in_flight = 4.0 * ctas * static_cast<double>(chunk);
       points.push_back(
           Point{[=](const HardwareProfile& p) {
@@ -342,12 +420,19 @@ class Fitter {
                 },
                 median(t)});
     }
+    if (faster > 0) {
+      warn(
+          "{}: {} configuration(s) ran the GEMM faster beside the occupier than alone (by over "
+          "2%): the measurement is noisy, or the occupier did not run",
+          raw("contention.csv"), faster);
+    }
     if (points.empty()) {
       prior_kept("contention.l2_pollution", field(p_),
                  "no GEMM-beside-occupier samples (benchmark 'contention')");
       return;
     }
-    fit("contention.l2_pollution", field, 0.0, 8.0, points, static_cast<int>(b_.contention.size()),
+    fit("contention.l2_pollution", field, 0.0, kMaxL2Pollution, points,
+        static_cast<int>(b_.contention.size()),
         "the compute model's GEMM time on the SMs, HBM and L2 the occupier leaves");
   }
 
@@ -355,12 +440,21 @@ class Fitter {
   const Bundle& b_;
   std::string source_;
   std::vector<CoefficientFit> fits_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
 
 GpuFitResult fit_gpu_profile(const HardwareProfile& prior, const Bundle& bundle) {
-  return Fitter(prior, bundle).run();
+  GpuFitResult r = Fitter(prior, bundle).run();
+  // What is written must read back: the reader's ranges and cross-checks are the contract.
+  try {
+    hardware::parse_profile_json(hardware::profile_to_json(r.profile), "the fitted profile");
+  } catch (const Error& e) {
+    throw Error(fmt::format("the fit to '{}' gives a profile no simulation would accept: {}",
+                            bundle.path, e.what()));
+  }
+  return r;
 }
 
 std::string gpu_mismatch(const Bundle& bundle, const HardwareProfile& profile) {

@@ -54,6 +54,9 @@ MeasuredStep read_measured(const std::string& path) {
     m.standins = json_reader::get_bool(ctx.at("standins"), *s);
   }
   m.step_time_us = time_field(ctx, doc, "step_time_us");
+  if (m.step_time_us <= 0) {
+    ctx.at("step_time_us").fail("must be > 0: a step that took no time was not measured");
+  }
   const json& ops = json_reader::require(ctx, doc, "ops");
   if (!ops.is_array()) {
     ctx.at("ops").fail("expected an array of {id, rank, start_us, end_us}");
@@ -70,6 +73,9 @@ MeasuredStep read_measured(const std::string& path) {
       oc.fail(fmt::format("ends ({} us) before it starts ({} us)", op.end_us, op.start_us));
     }
     m.ops.push_back(std::move(op));
+  }
+  if (m.ops.empty()) {
+    ctx.at("ops").fail("is empty: nothing was measured");
   }
   return m;
 }

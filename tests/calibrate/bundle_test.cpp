@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -227,10 +228,24 @@ INSTANTIATE_TEST_SUITE_P(
                   "raw/launch.csv:2: time_us is -3"},
         BadBundle{"not_a_number", "raw/gemm.csv",
                   "m,n,k,blocks,waves,time_us\n8192,8192,8192x,4096,31,100\n",
-                  "raw/gemm.csv:2: k '8192x' is not a number"},
+                  "raw/gemm.csv:2: k is '8192x'; it must be a whole number"},
         BadBundle{"fractional_size", "raw/gemm.csv",
                   "m,n,k,blocks,waves,time_us\n8192.5,8192,8192,4096,31,100\n",
-                  "raw/gemm.csv:2: m is 8192.5; it must be a whole number"},
+                  "raw/gemm.csv:2: m is '8192.5'; it must be a whole number"},
+        BadBundle{"exponent_size", "raw/gemm.csv",
+                  "m,n,k,blocks,waves,time_us\n8.192e3,8192,8192,4096,31,100\n",
+                  "raw/gemm.csv:2: m is '8.192e3'; it must be a whole number in [1, 16777216], "
+                  "in digits"},
+        BadBundle{"ctas_overflow", "raw/contention.csv",
+                  "ctas,chunk_bytes,rate_GBps,m,n,k,gemm_alone_us,gemm_us,occupier_GBps\n"
+                  "2147483648,1,0,8,8,8,1,1,1\n",
+                  "raw/contention.csv:2: ctas is '2147483648'"},
+        BadBundle{"occupancy_over_the_device", "raw/stream.csv",
+                  "class,elems,bytes,flops,blocks,blocks_per_sm,time_us\n"
+                  "norm,1000,8000,4000,10,100,3\n",
+                  "raw/stream.csv:2: blocks_per_sm is '100'; it must be a whole number in [1, 32]"},
+        BadBundle{"duplicated_column", "raw/launch.csv", "kind,time_us,time_us\nback_to_back,3,4\n",
+                  "raw/launch.csv:1: the header's column 3 is 'time_us' again"},
         BadBundle{"missing_column", "raw/stream.csv", "class,elems,bytes\nnorm,1,2\n",
                   "raw/stream.csv: no column 'flops'"},
         BadBundle{"short_row", "raw/contention.csv",
@@ -240,6 +255,24 @@ INSTANTIATE_TEST_SUITE_P(
                   "raw/hbm.csv:2: kernel 'scale' is not one of read, write, copy, triad, memcpy"},
         BadBundle{"empty_table", "raw/launch.csv", "\n", "raw/launch.csv: no header row"}),
     test::case_name<BadBundle>);
+
+// What other systems write reads as what Lagom writes: CRLF or CR line ends, a byte-order mark,
+// lines of spaces.
+TEST(Bundle, ReadsAnyLineEndsAndAByteOrderMark) {
+  for (const std::string text : {"kind,time_us\nback_to_back,3\nback_to_back,5\n",
+                                 "kind,time_us\r\nback_to_back,3\r\nback_to_back,5\r\n",
+                                 "kind,time_us\rback_to_back,3\rback_to_back,5\r",
+                                 "\xEF\xBB\xBFkind,time_us\nback_to_back,3\n"
+                                 "back_to_back,5\n",
+                                 "   \nkind,time_us\n  \t \nback_to_back,3\nback_to_back,5"}) {
+    test::TempDir dir;
+    write_bundle(synthetic_bundle(truth()), dir.path().string());
+    std::ofstream(dir.path() / "raw" / "launch.csv", std::ios::binary) << text;
+    const Bundle b = read_bundle(dir.path().string());
+    ASSERT_EQ(b.launch.size(), 2u) << text;
+    EXPECT_EQ(b.launch[1].time_us, 5);
+  }
+}
 
 TEST(Bundle, AFolderWithNoSamplesOrNoFolderIsAnError) {
   test::TempDir dir;
@@ -310,6 +343,66 @@ TEST(GpuFit, CoefficientsWithoutSamplesStayPriors) {
   EXPECT_EQ(r.profile.compute.classes[1].flops_efficiency.source,
             prior.compute.classes[1].flops_efficiency.source);
   EXPECT_FALSE(coefficient(r, "contention.l2_pollution").fitted);
+}
+
+bool has_warning(const GpuFitResult& r, std::string_view what) {
+  return std::any_of(r.warnings.begin(), r.warnings.end(),
+                     [&](const std::string& w) { return w.find(what) != std::string::npos; });
+}
+
+// A 16x16x16 GEMM takes cuBLAS's fixed costs, microseconds no tensor rate explains: it is left
+// out (and said so) instead of dragging the efficiency to its floor.
+TEST(GpuFit, TinyGemmsDoNotDecideTheTensorRate) {
+  Bundle b = synthetic_bundle(truth());
+  b.path = "tiny";
+  for (int i = 0; i < 5; ++i) {
+    b.gemm.push_back({16, 16, 16, 1, 1.0 / 132, 12.0});
+  }
+  const GpuFitResult r = fit_gpu_profile(hardware::load_profile("h100-sxm"), b);
+  EXPECT_NEAR(r.profile.compute.classes[1].flops_efficiency.value, 0.63, 0.02);
+  EXPECT_TRUE(has_warning(r, "tiny/raw/gemm.csv: 1 GEMM shape(s) left out")) << r.warnings.size();
+}
+
+// Measurements no GPU of this kind can make: a fit that cannot reach them ends inside the range
+// a profile may hold, with a warning, and the profile reads back; a launch of 1e300 us is no
+// launch at all.
+TEST(GpuFit, ImpossibleMeasurementsWarnOrFailButNeverWriteAnUnreadableProfile) {
+  const hardware::HardwareProfile prior = hardware::load_profile("h100-sxm");
+  Bundle fast = synthetic_bundle(truth());
+  fast.path = "fast";
+  for (GemmSample& g : fast.gemm) {
+    g.time_us /= 4;  // 2.5x the datasheet's BF16 rate
+  }
+  for (HbmSample& h : fast.hbm) {
+    h.time_us /= 2;
+  }
+  const GpuFitResult r = fit_gpu_profile(prior, fast);
+  EXPECT_NEAR(r.profile.compute.classes[1].flops_efficiency.value, 1.0, 1e-3);  // capped
+  EXPECT_LE(r.profile.contention.hbm_efficiency.value, 1.0);
+  EXPECT_TRUE(has_warning(r, "compute.classes.gemm.flops_efficiency ends at the edge"));
+  EXPECT_TRUE(has_warning(r, "fast/raw/hbm.csv: copy and triad move"));
+  for (int c = 0; c < 6; ++c) {
+    EXPECT_LE(r.profile.compute.classes[c].hbm_efficiency.value,
+              r.profile.contention.hbm_efficiency.value);
+  }
+  EXPECT_NO_THROW(hardware::parse_profile_json(hardware::profile_to_json(r.profile), "fitted"));
+
+  Bundle slow = synthetic_bundle(truth());
+  slow.path = "slow";
+  slow.launch.assign(3, LaunchSample{"back_to_back", 1e300});
+  EXPECT_NE(error_of([&] {
+              fit_gpu_profile(prior, slow);
+            }).find("slow/raw/launch.csv: the median back-to-back kernel takes 1e+300 us"),
+            std::string::npos);
+
+  Bundle hog = synthetic_bundle(truth());
+  hog.path = "hog";
+  for (ContentionSample& c : hog.contention) {
+    c.occupier_GBps = 50000;
+  }
+  const GpuFitResult h = fit_gpu_profile(prior, hog);
+  EXPECT_TRUE(has_warning(h, "hog/raw/contention.csv: the occupier (8 CTAs"));
+  EXPECT_NO_THROW(hardware::parse_profile_json(hardware::profile_to_json(h.profile), "fitted"));
 }
 
 TEST(GpuFit, AnotherGpuIsAMismatch) {

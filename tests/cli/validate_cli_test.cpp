@@ -16,11 +16,14 @@ namespace {
 
 using nlohmann::json;
 
-// The simulated ops of the built-in pipeline example on a DGX H100, as lagom-validate's output,
-// with `scale` applied to op `slow`'s duration (and everything after it on its rank left alone).
-json measured_from_simulation(const std::string& slow = "", double scale = 1.0) {
-  const CliRun sim = run_lagom(
-      {"simulate", "--workload", "builtin:pipeline-2stage", "--cluster", "dgx-h100", "--json"});
+// The simulated ops of a workload (the built-in pipeline example) on a DGX H100, as
+// lagom-validate's output: each op from when its rank reached it (a collective's wait for its
+// peers included, as events record it), with `scale` applied to op `slow`'s duration (and
+// everything after it on its rank left alone).
+json measured_from_simulation(const std::string& slow = "", double scale = 1.0,
+                              const std::string& workload = "builtin:pipeline-2stage") {
+  const CliRun sim =
+      run_lagom({"simulate", "--workload", workload, "--cluster", "dgx-h100", "--json"});
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
   const json report = json::parse(sim.out);
   json m = {{"format", "lagom.measured"},
@@ -37,7 +40,7 @@ json measured_from_simulation(const std::string& slow = "", double scale = 1.0) 
       end = op["start_us"].get<double>() + scale * (end - op["start_us"].get<double>());
     }
     m["ops"].push_back(
-        {{"id", op["id"]}, {"rank", op["rank"]}, {"start_us", op["start_us"]}, {"end_us", end}});
+        {{"id", op["id"]}, {"rank", op["rank"]}, {"start_us", op["launch_us"]}, {"end_us", end}});
   }
   return m;
 }
@@ -65,6 +68,30 @@ TEST(ValidateCli, AMeasurementEqualToTheSimulationHasNoError) {
   EXPECT_NEAR(j["overlap"]["measured"]["span_us"].get<double>(),
               j["overlap"]["simulated"]["span_us"].get<double>(), 1e-3);
   EXPECT_TRUE(j["missing"].empty());
+}
+
+// Rank 1 reaches the all-reduce 990 us after rank 0; rank 0's events record the wait. The
+// collective's duration counts from the last arrival in both timelines, so a measurement equal to
+// the simulation has no error (rank 0's used to read -96%).
+TEST(ValidateCli, ACollectiveCountsFromItsLastMembersArrival) {
+  TempDir dir;
+  const json workload = json::parse(R"({"format": "lagom.workload", "version": 1,
+    "groups": {"g": [0, 1]}, "ranks": [
+    {"rank": 0, "streams": [{"stream": "c", "ops": [
+      {"id": "r0.k", "kind": "compute", "duration_us": 10},
+      {"id": "r0.ar", "kind": "allreduce", "group": "g", "bytes": 1048576}]}]},
+    {"rank": 1, "streams": [{"stream": "c", "ops": [
+      {"id": "r1.k", "kind": "compute", "duration_us": 1000},
+      {"id": "r1.ar", "kind": "allreduce", "group": "g", "bytes": 1048576}]}]}]})");
+  const std::string w = write(dir, "w.json", workload);
+  json m = measured_from_simulation("", 1.0, w);
+  ASSERT_LT(m["ops"][1]["start_us"].get<double>(), 20.0);  // rank 0 waits from t = 10 us
+  const CliRun r = run_lagom({"validate", "--measured", write(dir, "m.json", m), "--workload", w,
+                              "--cluster", "dgx-h100", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["ops"]["comm"]["ops"].get<int>(), 2);
+  EXPECT_NEAR(j["ops"]["comm"]["worst_abs_error"].get<double>(), 0.0, 1e-6);
 }
 
 TEST(ValidateCli, NamesTheOpThatWasOff) {
@@ -137,7 +164,10 @@ INSTANTIATE_TEST_SUITE_P(
             "ops[1]: ends"},
         BadMeasured{"wrong_format", [](json& m) { m["format"] = "lagom.bundle"; },
                     "expected \"lagom.measured\""},
-        BadMeasured{"unknown_field", [](json& m) { m["speed"] = 1; }, "unknown field 'speed'"}),
+        BadMeasured{"unknown_field", [](json& m) { m["speed"] = 1; }, "unknown field 'speed'"},
+        BadMeasured{"no_step_time", [](json& m) { m["step_time_us"] = 0; },
+                    "step_time_us: must be > 0"},
+        BadMeasured{"no_ops", [](json& m) { m["ops"] = json::array(); }, "ops: is empty"}),
     [](const ::testing::TestParamInfo<BadMeasured>& p) { return p.param.what; });
 
 TEST(ValidateCli, NeedsItsInputs) {
@@ -149,6 +179,11 @@ TEST(ValidateCli, NeedsItsInputs) {
                               "--workload", "builtin:fsdp-4gpu", "--cluster", "dgx-h100"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot open measurements"), std::string::npos) << r.err;
+  // A relative error needs a measured duration: ops of 0 us cannot be compared.
+  const CliRun zero = run_lagom({"validate", "--measured", "m.json", "--workload",
+                                 "builtin:fsdp-4gpu", "--cluster", "dgx-h100", "--min-us", "0"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--min-us must be > 0"), std::string::npos) << zero.err;
 }
 
 }  // namespace

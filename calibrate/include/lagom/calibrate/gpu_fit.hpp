@@ -15,14 +15,19 @@
 //    with; then compute.classes.C.hbm_efficiency: the value minimising the squared log error of
 //    the compute model's time over the class's samples (1-D, golden section).
 //  * compute.classes.gemm.flops_efficiency: likewise over the GEMM samples the prior model calls
-//    compute-bound (its arithmetic part exceeds its memory part), each with its launch's grid.
+//    compute-bound (its arithmetic part exceeds its memory part) and whose work outweighs the
+//    launch (tiny GEMMs time cuBLAS's fixed costs, not the tensor rate), each with its launch's
+//    grid.
 //  * contention.l2_pollution: likewise over the GEMMs beside the occupier, each predicted on the
 //    SMs the occupier's CTAs leave (compute_model.hpp's grant), the HBM its traffic leaves, and
 //    its in-flight chunks (4 x CTAs x chunk) against L2.
 //
-// A coefficient without samples keeps its prior and is reported so. Fitted numbers carry the
-// bundle in their source; a synthetic bundle's say so in capitals, so that one can never pass for
-// a measurement.
+// Every fitted value lies in the range a profile may hold (hardware/profile.hpp's reader), a
+// class's HBM efficiency at most the streams' (contention.hbm_efficiency); one that ends at the
+// edge of its range, and samples no such GPU can produce, are warnings. Malformed samples are
+// errors of read_bundle. A coefficient without samples keeps its prior and is reported so. Fitted
+// numbers carry the bundle in their source; a synthetic bundle's say so in capitals, so that one
+// can never pass for a measurement.
 #pragma once
 
 #include <string>
@@ -49,6 +54,9 @@ struct CoefficientFit {
 struct GpuFitResult {
   hardware::HardwareProfile profile;
   std::vector<CoefficientFit> coefficients;
+  // Measurements the model cannot explain, or that no GPU of this kind can make (a copy faster
+  // than the datasheet's HBM, a fit that ends at its bound): each names the file and the numbers.
+  std::vector<std::string> warnings;
 };
 
 GpuFitResult fit_gpu_profile(const hardware::HardwareProfile& prior, const Bundle& bundle);

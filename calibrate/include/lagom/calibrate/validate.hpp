@@ -1,10 +1,13 @@
 // Comparing a step measured on GPUs (measured.hpp) with its simulation: per op, per overlap group
 // and per step. `lagom validate` prints this (docs/calibration.md).
 //
-// An op's duration is end - start. Measured ops are matched to the workload's by (rank, id);
-// ops the measurement lacks are listed, not guessed. Overlap groups (sim/stats.hpp) are found
-// in each timeline on its own, and compared through their sums: X (communication), Y
-// (computation) and Z (makespan).
+// An op's duration is end - start. A communication op starts when the last of its members
+// arrives (the simulation's `start`): a measured member's record, which begins when its own rank
+// reached it, is cut to that, so waiting for peers counts in neither. Ranks' clocks are each
+// measured from their step's start, which lagom-validate aligns with a barrier. Measured ops are
+// matched to the workload's by (rank, id); ops the measurement lacks are listed, not guessed.
+// Overlap groups (sim/stats.hpp) are found in each timeline on its own, and compared through their
+// sums: X (communication), Y (computation) and Z (makespan).
 #pragma once
 
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "lagom/calibrate/measured.hpp"
 #include "lagom/sim/engine.hpp"
+#include "lagom/traces/execution_graph.hpp"
 #include "lagom/traces/timeline.hpp"
 #include "lagom/traces/workload.hpp"
 
@@ -55,8 +59,9 @@ struct ValidationReport {
 };
 
 // `measured` may be one file per rank or one for all; an op measured twice, or an id the
-// workload does not have, is a lagom::Error naming the file.
-ValidationReport compare(const traces::Workload& w, const sim::SimResult& simulated,
-                         const std::vector<MeasuredStep>& measured, double min_us = 1.0);
+// workload does not have, is a lagom::Error naming the file. `min_us` must be > 0.
+ValidationReport compare(const traces::Workload& w, const traces::ExecutionGraph& graph,
+                         const sim::SimResult& simulated, const std::vector<MeasuredStep>& measured,
+                         double min_us = 1.0);
 
 }  // namespace lagom::calibrate
