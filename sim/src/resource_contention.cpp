@@ -289,9 +289,14 @@ void ResourceContention::started(const Activity& a) {
     run.op = key_op;
     // An instance given its duration (a measured trace) moves its bytes in that time, not in
     // the model's: its draws scale by model time / its time.
-    std::int64_t given_ns = traces::kNoDuration;
+    // The member whose duration it is (named in a warning; the key op among equals).
+    std::int64_t given_ns = w.duration_ns(key_op);
+    traces::OpId given_by = key_op;
     for (traces::OpId m : members) {
-      given_ns = std::max(given_ns, w.duration_ns(m));
+      if (w.duration_ns(m) > given_ns) {
+        given_ns = w.duration_ns(m);
+        given_by = m;
+      }
     }
     const double scale = given_ns == traces::kNoDuration || given_ns <= 0 || c.time_us <= 0
                              ? 1.0
@@ -308,7 +313,7 @@ void ResourceContention::started(const Activity& a) {
       for (FlowSolver::Use& u : scratch_) {
         u.demand *= scale;
       }
-      fit_alone(scratch_, 1.0, key_op, given_ns != traces::kNoDuration);
+      fit_alone(scratch_, 1.0, given_by, given_ns != traces::kNoDuration);
       uses = scratch_;
     }
     run.scale = fits ? scale : 1.0;

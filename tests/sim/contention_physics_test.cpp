@@ -100,10 +100,22 @@ double running_us(const test::Simulated& s, std::string_view id) {
 
 // --- Random workloads ----------------------------------------------------------------------
 
-// Each rank: two compute streams of random kernels, and for each communicator it belongs to a
-// stream of that communicator's collectives (the same list on every member, so nothing
-// deadlocks), with random sizes and pinned channels.
+// Each rank: two compute streams of random kernels and copies, and for each communicator it
+// belongs to a stream of that communicator's collectives (the same list on every member, so
+// nothing deadlocks), with random sizes and pinned channels; each pair of neighbours also sends
+// one transfer. About one op in four gives its duration (a measured trace), at random speeds:
+// some faster than the hardware, which the model caps.
 std::string random_ranks(std::mt19937& rng, int nranks, std::string& groups) {
+  std::uniform_int_distribution<int> quarter(0, 3);
+  std::uniform_real_distribution<double> log_GBps(0, 4);  // 1 GB/s .. 10 TB/s
+  // `, "duration_us": D` for one op in four: its bytes at a random speed.
+  const auto measured = [&](double bytes) -> std::string {
+    if (quarter(rng) != 0) {
+      return "";
+    }
+    return fmt::format(R"(, "duration_us": {:.3f})",
+                       std::max(0.01, bytes / (std::pow(10.0, log_GBps(rng)) * 1e3)));
+  };
   std::uniform_int_distribution<int> nops(1, 4);
   std::uniform_int_distribution<int> kind(0, 4);
   std::uniform_real_distribution<double> logb(14, 28);  // 16 KiB .. 256 MiB
@@ -132,8 +144,9 @@ std::string random_ranks(std::mt19937& rng, int nranks, std::string& groups) {
       const int k = kind(rng);
       const auto bytes = static_cast<std::int64_t>(std::exp2(std::floor(logb(rng))));
       colls[g] += fmt::format(
-          R"({{"kind": "{}", "bytes": {}{}, "config": {{"nchannels": {}}}}};)", kinds[k], bytes,
-          k == 4 ? fmt::format(R"(, "root": {})", gs[g].ranks.front()) : "", nc(rng));
+          R"({{"kind": "{}", "bytes": {}{}{}, "config": {{"nchannels": {}}}}};)", kinds[k], bytes,
+          k == 4 ? fmt::format(R"(, "root": {})", gs[g].ranks.front()) : "",
+          measured(static_cast<double>(bytes)), nc(rng));
     }
   }
   groups += "}";
@@ -142,6 +155,14 @@ std::string random_ranks(std::mt19937& rng, int nranks, std::string& groups) {
   std::uniform_int_distribution<int> blocks(1, 4000);
   std::uniform_int_distribution<int> cls(0, 2);
   const char* classes[] = {"gemm", "elementwise", "norm"};
+  // Each pair's transfer: its size, and a duration on the send or the recv (or neither).
+  std::vector<std::int64_t> p2p(static_cast<std::size_t>(nranks));
+  std::vector<std::string> p2p_given(static_cast<std::size_t>(nranks));
+  for (int r = 0; r + 1 < nranks; r += 2) {
+    p2p[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(std::exp2(std::floor(logb(rng))));
+    const std::size_t by = static_cast<std::size_t>(r + quarter(rng) % 2);
+    p2p_given[by] = measured(static_cast<double>(p2p[static_cast<std::size_t>(r)]));
+  }
   std::string out = "[";
   for (int r = 0; r < nranks; ++r) {
     out += fmt::format(R"({}{{"rank": {}, "streams": [)", r ? "," : "", r);
@@ -149,10 +170,17 @@ std::string random_ranks(std::mt19937& rng, int nranks, std::string& groups) {
       out += fmt::format(R"({{"stream": "c{}", "ops": [)", cs);
       const int n = nops(rng);
       for (int i = 0; i < n; ++i) {
+        const std::int64_t b = bytes(rng);
+        if (quarter(rng) == 0) {
+          out += fmt::format(R"({}{{"id": "k{}_{}_{}", "kind": "memcpy", "bytes": {}{}}})",
+                             i ? "," : "", r, cs, i, b, measured(static_cast<double>(b)));
+          continue;
+        }
         out += fmt::format(
             R"({}{{"id": "k{}_{}_{}", "kind": "compute", "flops": {}, "bytes": {}, "blocks": {},
-               "class": "{}"}})",
-            i ? "," : "", r, cs, i, flops(rng), bytes(rng), blocks(rng), classes[cls(rng)]);
+               "class": "{}"{}}})",
+            i ? "," : "", r, cs, i, flops(rng), b, blocks(rng), classes[cls(rng)],
+            measured(static_cast<double>(b)));
       }
       out += "]},";
     }
@@ -177,6 +205,19 @@ std::string random_ranks(std::mt19937& rng, int nranks, std::string& groups) {
       }
       out += "]}";
     }
+    // Point to point: even ranks send to the next odd one, on their pair's group.
+    if (r % 2 == 0 && r + 1 < nranks) {
+      out += fmt::format(
+          R"(,{{"stream": "x", "ops": [{{"id": "tx{}", "kind": "send", "peer": {}, "group": "p{}",
+             "bytes": {}{}}}]}})",
+          r, r + 1, r, p2p[static_cast<std::size_t>(r)], p2p_given[static_cast<std::size_t>(r)]);
+    } else if (r % 2 == 1) {
+      out += fmt::format(
+          R"(,{{"stream": "x", "ops": [{{"id": "rx{}", "kind": "recv", "peer": {}, "group": "p{}",
+             "bytes": {}{}}}]}})",
+          r, r - 1, r - 1, p2p[static_cast<std::size_t>(r - 1)],
+          p2p_given[static_cast<std::size_t>(r)]);
+    }
     out += "]}";
   }
   return out + "]";
@@ -197,6 +238,9 @@ TEST(ContentionPhysics, RandomWorkloadsConserveEveryResource) {
   int trial = 0;
   int saturated = 0;
   int solves = 0;
+  int sends = 0;
+  int copies = 0;
+  int given = 0;  // ops with a duration_us
   for (const Setup& setup : setups) {
     const topologies::Cluster cluster = topologies::load_cluster(setup.preset, setup.nodes);
     const hardware::HardwareProfile profile =
@@ -215,6 +259,9 @@ TEST(ContentionPhysics, RandomWorkloadsConserveEveryResource) {
         ADD_FAILURE() << what << ": " << v;
       }
       for (traces::OpId op = 0; op < a.s.w.op_count(); ++op) {
+        sends += a.s.w.kind(op) == traces::OpKind::kSend ? 1 : 0;
+        copies += a.s.w.kind(op) == traces::OpKind::kMemcpy ? 1 : 0;
+        given += a.s.w.duration_ns(op) != traces::kNoDuration ? 1 : 0;
         const traces::OpTimes& t = a.s.r.ops[op];
         EXPECT_GE((t.end - t.start).count_ns() + 1, t.alone.count_ns())
             << what << ": " << a.s.w.name(op) << " ran faster than alone";
@@ -225,6 +272,9 @@ TEST(ContentionPhysics, RandomWorkloadsConserveEveryResource) {
   }
   // Shared resources did fill: a good part of the instants had a full link or HBM.
   EXPECT_GT(saturated, solves / 20) << saturated << " of " << solves;
+  EXPECT_GT(sends, 20);
+  EXPECT_GT(copies, 20);
+  EXPECT_GT(given, 50);
 }
 
 // --- Hand-worked cases -----------------------------------------------------------------------
@@ -448,6 +498,25 @@ TEST(ContentionPhysics, ADurationFasterThanTheHardwareIsCappedAndWarned) {
   EXPECT_NEAR(running_us(s, "m"), 10, 1e-3);
   ASSERT_EQ(model.warning_count(), 1u);
   EXPECT_NE(model.warnings().front().find("rank 0 HBM"), std::string::npos)
+      << model.warnings().front();
+}
+
+TEST(ContentionPhysics, TheWarningNamesTheOpWhoseDurationItIs) {
+  // 64 MiB received in 500 us is 134 GB/s through a PCIe link of 25.6 GB/s; the duration is the
+  // recv's, so the warning names the recv, not the send the transfer is keyed by.
+  const topologies::Cluster cluster = topologies::load_cluster("a40-pcie", 1);
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
+  const traces::Workload w = test::workload(R"([
+      {"rank": 0, "streams": [{"stream": "s", "ops": [
+        {"id": "rx", "kind": "recv", "peer": 1, "bytes": 67108864, "duration_us": 500}]}]},
+      {"rank": 1, "streams": [{"stream": "s", "ops": [
+        {"id": "tx", "kind": "send", "peer": 0, "bytes": 67108864}]}]}])");
+  const ModelCost cost(cluster, profile, w);
+  ResourceContention model(cost);
+  const test::Simulated s = test::simulate(w, SimOptions{&cost, &model});
+  EXPECT_NEAR(running_us(s, "rx"), 500, 1e-3);
+  ASSERT_EQ(model.warning_count(), 1u);
+  EXPECT_NE(model.warnings().front().find("op 'rx'"), std::string::npos)
       << model.warnings().front();
 }
 
