@@ -1,9 +1,12 @@
 // `lagom compare`: every search method on one step, side by side, each with its speedup over
 // NCCL's own choice (docs/search.md; docs/RESULTS.md is made of these).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,6 +32,109 @@ namespace {
 
 namespace po = boost::program_options;
 
+constexpr std::string_view kKnownMethods =
+    "nccl, autoccl, lagom, exhaustive, random, lagom-roundrobin, fixed-nc:K, nccl-max-ctas:K";
+
+// A row of `lagom compare`: a search method, or an ablation built from one (docs/search.md §6):
+//  * lagom-roundrobin: Lagom with Algorithm 1's priority H replaced by a fixed order;
+//  * fixed-nc:K: NCCL's own choice with every collective on K channels (NCCL_MIN_CTAS =
+//    NCCL_MAX_CTAS = K: NCCL still picks the algorithm, protocol, threads and chunk for them);
+//  * nccl-max-ctas:K: NCCL's own choice under NCCL_MAX_CTAS=K alone.
+// The two NCCL ablations are what an operator can do with environment variables and no search;
+// they run on their own copy of the step whose NCCL sees the extra variables.
+struct CompareMethod {
+  std::string label;
+  search::Method method = search::Method::kNccl;
+  search::LagomOrder order = search::LagomOrder::kPriority;
+  std::vector<std::string> nccl_env;  // added to --nccl-env
+  int k = 0;                          // fixed-nc and nccl-max-ctas: channels
+};
+
+// "fixed-nc:8" -> 8; po::error unless K is a whole number in [1, 64] (NCCL's MAXCHANNELS).
+int channels_of(const std::string& spec, std::string_view value) {
+  int k = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
+  if (ec != std::errc() || end != value.data() + value.size() || k < 1 || k > 64) {
+    throw po::error(fmt::format(
+        "method '{}': K must be a whole number of channels from 1 to 64 (NCCL's MAXCHANNELS)",
+        spec));
+  }
+  return k;
+}
+
+CompareMethod compare_method_of(const std::string& spec) {
+  std::string s = spec;
+  for (char& ch : s) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  CompareMethod m;
+  m.label = s;
+  if (s == "lagom-roundrobin") {
+    m.method = search::Method::kLagom;
+    m.order = search::LagomOrder::kRoundRobin;
+    return m;
+  }
+  const std::size_t colon = s.find(':');
+  const std::string name = s.substr(0, colon);
+  if ((name == "fixed-nc" || name == "nccl-max-ctas") && colon != std::string::npos) {
+    m.k = channels_of(spec, std::string_view(s).substr(colon + 1));
+    m.label = fmt::format("{}:{}", name, m.k);
+    if (name == "fixed-nc") {
+      m.nccl_env.push_back(fmt::format("NCCL_MIN_CTAS={}", m.k));
+    }
+    m.nccl_env.push_back(fmt::format("NCCL_MAX_CTAS={}", m.k));
+    return m;
+  }
+  if (name == "fixed-nc" || name == "nccl-max-ctas") {
+    throw po::error(
+        fmt::format("method '{}' needs a channel count: {}:K, e.g. {}:4", spec, name, name));
+  }
+  const std::optional<search::Method> known = search::parse_method(s);
+  if (!known) {
+    throw po::error(fmt::format("unknown method '{}' (known: {})", spec, kKnownMethods));
+  }
+  m.method = *known;
+  return m;
+}
+
+std::vector<CompareMethod> compare_methods_of(const std::string& list) {
+  std::vector<CompareMethod> ms;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    ms.push_back(compare_method_of(name));
+  }
+  if (ms.empty()) {
+    throw po::error("--methods lists no method");
+  }
+  return ms;
+}
+
+// The same step as `base` under NCCL with `m`'s extra environment; its classes must be base's
+// (the environment changes NCCL's choices, not the step).
+SearchSetup ablation_setup(const CompareMethod& m, const SearchSetup& base,
+                           const WorkloadInput& input, HardwareOptions hw, const ModelOptions& mo,
+                           const TuneOptions& t, const po::variables_map& vm) {
+  const int sms = static_cast<int>(base.step->hardware->profile.gpu.sms.value);
+  if (m.k > sms) {
+    throw Error(fmt::format("method '{}': {} channels is more than the {} SMs of a {} GPU", m.label,
+                            m.k, sms, base.step->hardware->profile.name));
+  }
+  hw.nccl_env.insert(hw.nccl_env.end(), m.nccl_env.begin(), m.nccl_env.end());
+  SearchSetup s = setup_search(input, hw, mo, t, vm);
+  const auto& a = base.eval->classes();
+  const auto& b = s.eval->classes();
+  bool same = a.size() == b.size();
+  for (std::size_t j = 0; same && j < a.size(); ++j) {
+    same = a[j].coll == b[j].coll && a[j].bytes == b[j].bytes && a[j].nranks == b[j].nranks &&
+           a[j].calls == b[j].calls;
+  }
+  if (!same) {
+    throw Error(fmt::format("method '{}': the step's collectives differ under {}", m.label,
+                            fmt::join(m.nccl_env, " ")));
+  }
+  return s;
+}
+
 }  // namespace
 
 int compare_command(const std::vector<std::string>& args) {
@@ -46,33 +152,51 @@ int compare_command(const std::vector<std::string>& args) {
       "each chose for the collectives that dominate the step.\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "methods", po::value(&methods)->default_value("nccl,autoccl,lagom"),
-      "comma-separated: nccl, autoccl, lagom, exhaustive, random")("json",
-                                                                   "print a JSON report on stdout");
+      "comma-separated: nccl, autoccl, lagom, exhaustive, random; ablations lagom-roundrobin "
+      "(Lagom with a fixed order instead of the priority H), fixed-nc:K (NCCL's choice on K "
+      "channels) and nccl-max-ctas:K (NCCL under NCCL_MAX_CTAS=K)")(
+      "json", "print a JSON report on stdout");
   po::variables_map vm;
   if (!parse_step_options(args, desc, t, input, hw, mo, vm)) {
     return kExitOk;  // --help
   }
-  const std::vector<search::Method> ms = methods_of(methods);
+  const std::vector<CompareMethod> ms = compare_methods_of(methods);
   SearchSetup s = setup_search(input, hw, mo, t, vm);
-  std::vector<search::SearchResult> results;
-  for (search::Method m : ms) {
+  // NCCL's own choice on the step as given: what every row's speedup is over.
+  const search::SearchResult nccl =
+      search::run_search(*s.eval, search_options(t, search::Method::kNccl));
+  std::vector<SearchSetup> ablations;  // the NCCL ablations' own steps
+  ablations.reserve(ms.size());
+  std::vector<std::pair<const SearchSetup*, search::SearchResult>> results;
+  for (const CompareMethod& m : ms) {
+    if (!m.nccl_env.empty()) {
+      ablations.push_back(ablation_setup(m, s, input, hw, mo, t, vm));
+      search::SearchResult r =
+          search::run_search(*ablations.back().eval, search_options(t, search::Method::kNccl));
+      r.nccl_step_time = nccl.nccl_step_time;
+      results.emplace_back(&ablations.back(), std::move(r));
+      continue;
+    }
     // Each method gets a fresh evaluator count; the step and its classes are shared.
-    results.push_back(search::run_search(*s.eval, search_options(t, m)));
+    search::SearchOptions o = search_options(t, m.method);
+    o.lagom_order = m.order;
+    results.emplace_back(&s, search::run_search(*s.eval, o));
   }
-  const std::vector<std::size_t> top = dominant(*s.eval, results.front());
+  const std::vector<std::size_t> top = dominant(*s.eval, nccl);
   const std::size_t shown = std::min<std::size_t>(3, top.size());
   if (vm.count("json")) {
     nlohmann::ordered_json j;
     j["context"] = context_json(s, "compare");
     auto& rows = j["rows"] = nlohmann::ordered_json::array();
-    for (const search::SearchResult& r : results) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& [setup, r] = results[i];
       nlohmann::ordered_json row;
-      row["method"] = to_string(r.method);
+      row["method"] = ms[i].label;
       row["step_time_us"] = r.step_time.us();
       row["speedup_vs_nccl"] = r.nccl_step_time.us() / r.step_time.us();
       row["evaluations"] = r.evaluations;
       row["search_ms"] = r.search_ms;
-      row["plan"] = classes_json(*s.eval, r);
+      row["plan"] = classes_json(*setup->eval, r);
       rows.push_back(std::move(row));
     }
     std::cout << j.dump(1) << "\n";
@@ -83,7 +207,11 @@ int compare_command(const std::vector<std::string>& args) {
   fmt::print("cluster      {}, profile {}; {} collective classes ({} grid, {} space)\n\n",
              s.cluster, s.profile, s.eval->classes().size(), to_string(s.eval->space().grid),
              to_string(s.eval->space().resources));
-  std::string header = fmt::format("{:<11} {:>16} {:>8} {:>6} {:>10}", "method", "step (us)",
+  std::size_t width = 11;
+  for (const CompareMethod& m : ms) {
+    width = std::max(width, m.label.size());
+  }
+  std::string header = fmt::format("{:<{}} {:>16} {:>8} {:>6} {:>10}", "method", width, "step (us)",
                                    "speedup", "evals", "search ms");
   for (std::size_t i = 0; i < shown; ++i) {
     const search::CollClass& c = s.eval->classes()[top[i]];
@@ -95,9 +223,10 @@ int compare_command(const std::vector<std::string>& args) {
     fmt::print("{}\n", line);
   };
   print_row(header);
-  for (const search::SearchResult& r : results) {
+  for (std::size_t m = 0; m < results.size(); ++m) {
+    const search::SearchResult& r = results[m].second;
     std::string row =
-        fmt::format("{:<11} {:>16} {:>7.3f}x {:>6} {:>10.0f}", to_string(r.method),
+        fmt::format("{:<{}} {:>16} {:>7.3f}x {:>6} {:>10.0f}", ms[m].label, width,
                     format_us(r.step_time.count_ns()), r.nccl_step_time.us() / r.step_time.us(),
                     r.evaluations, r.search_ms);
     for (std::size_t i = 0; i < shown; ++i) {

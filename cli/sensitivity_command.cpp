@@ -40,8 +40,8 @@ struct Row {
 Outcome run(const SearchSetup& s, const hardware::HardwareProfile& profile, const TuneOptions& t,
             const std::vector<search::Method>& methods, bool contention) {
   Outcome o;
-  const Hardware& h = *s.step.hardware;
-  search::Evaluator eval(s.step.in.workload, h.cluster, profile, space_options(t), contention);
+  const Hardware& h = *s.step->hardware;
+  search::Evaluator eval(s.step->in.workload, h.cluster, profile, space_options(t), contention);
   double nccl = 0;
   for (search::Method m : methods) {
     const search::SearchResult r = search::run_search(eval, search_options(t, m));
@@ -121,7 +121,7 @@ int sensitivity_command(const std::vector<std::string>& args) {
   }
   const bool contention = !vm.count("no-contention");
   SearchSetup s = setup_search(input, hw, mo, t, vm);
-  const hardware::HardwareProfile base = s.step.hardware->profile;
+  const hardware::HardwareProfile base = s.step->hardware->profile;
   const Outcome baseline = run(s, base, t, ms, contention);
 
   std::vector<Row> rows;

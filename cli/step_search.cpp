@@ -33,7 +33,7 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "nccl (algorithm, protocol and channels per collective: what stock NCCL applies per call "
       "through the tuner plugin, so the plan is applied exactly) or full (also threads and chunk "
       "per collective, as AutoCCL and the Lagom paper tune them on a patched NCCL)")(
-      "lagom-subspace", po::value(&t.lagom_subspace)->default_value("nccl"),
+      "lagom-subspace", po::value(&t.lagom_subspace)->default_value("best"),
       "lagom: grow resources in NCCL's own algorithm/protocol (nccl) or in the fastest one at "
       "NCCL's resources (best)")("no-contention",
                                  "overlapping ops run as if alone (the searches then see no "
@@ -41,12 +41,21 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "lagom-step", po::value(&t.lagom_step)->default_value("points"),
       "lagom: after a relative gain g, grow each resource by g grid points (points, at least "
       "one) or by g times the points on its axis (axis, AutoCCL's reading)")(
+      "lagom-walk", po::value(&t.lagom_walk)->default_value("axis"),
+      "lagom: grow every resource at once (lockstep, the paper's pseudocode) or try each "
+      "resource's step alone and keep the best (axis)")(
       "lagom-lr-scale", po::value(&t.lagom_lr_scale)->default_value(1.0),
       "lagom: multiplies the growth step")(
       "lagom-min-gain", po::value(&t.lagom_min_gain)->default_value(0.01),
       "lagom: a step must shorten the collective by more than this fraction to continue")(
       "lagom-no-step-guard", po::bool_switch(&t.lagom_no_step_guard),
       "lagom: keep growing a collective while it gets faster even when the step gets longer")(
+      "lagom-no-hidden-stop", po::bool_switch(&t.lagom_no_hidden_stop),
+      "lagom: keep growing a collective whose overlap groups' communication is already hidden "
+      "(the paper's condition 1 ends it there)")(
+      "lagom-no-park", po::bool_switch(&t.lagom_no_park),
+      "lagom: a collective whose every step the step guard refused ends there (by default it "
+      "waits for another collective to move and tries again)")(
       "no-fold", po::bool_switch(&t.no_fold),
       "with --model: simulate every data-parallel replica (by default one stands for all, "
       "which gives the same step time)");
@@ -90,6 +99,13 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
     throw po::error(
         fmt::format("--lagom-subspace must be nccl or best, got '{}'", t.lagom_subspace));
   }
+  if (t.lagom_walk == "lockstep") {
+    o.lagom_walk = search::LagomWalk::kLockstep;
+  } else if (t.lagom_walk == "axis") {
+    o.lagom_walk = search::LagomWalk::kPerAxis;
+  } else {
+    throw po::error(fmt::format("--lagom-walk must be lockstep or axis, got '{}'", t.lagom_walk));
+  }
   if (t.lagom_step == "points") {
     o.lagom_step = search::LagomStep::kPoints;
   } else if (t.lagom_step == "axis") {
@@ -106,6 +122,8 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.lagom_lr_scale = t.lagom_lr_scale;
   o.lagom_min_gain = t.lagom_min_gain;
   o.lagom_step_guard = !t.lagom_no_step_guard;
+  o.lagom_park = !t.lagom_no_park;
+  o.lagom_hidden_stop = !t.lagom_no_hidden_stop;
   return o;
 }
 
@@ -144,13 +162,13 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
                          const TuneOptions& t, const po::variables_map& vm) {
   mo.fold = !t.no_fold && model_requested(mo, vm);  // only a generated step folds
   SearchSetup s;
-  s.step = load_step_input(input, hw, mo, vm, /*need_cluster=*/true);
-  const Hardware& h = *s.step.hardware;
+  s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));
+  const Hardware& h = *s.step->hardware;
   try {
-    s.eval = std::make_unique<search::Evaluator>(s.step.in.workload, h.cluster, h.profile,
+    s.eval = std::make_unique<search::Evaluator>(s.step->in.workload, h.cluster, h.profile,
                                                  space_options(t), !vm.count("no-contention"));
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", s.step.in.source, e.what()));
+    throw Error(fmt::format("{}: {}", s.step->in.source, e.what()));
   }
   s.cluster = fmt::format("{} x{}", h.cluster.name(), h.cluster.nodes());
   if (const std::string env = topologies::describe_nccl_env(h.cluster.spec()); !env.empty()) {
@@ -161,7 +179,7 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
 }
 
 std::string what_of(const SearchSetup& s) {
-  return s.step.generated.empty() ? s.step.in.source : s.step.generated;
+  return s.step->generated.empty() ? s.step->in.source : s.step->generated;
 }
 
 std::string short_config(const nccl::CommConfig& c) {
@@ -211,14 +229,14 @@ std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::S
 nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command) {
   nlohmann::ordered_json c = context_block(command);
   c["workload"] = what_of(s);
-  c["input_hash"] = s.step.in.input_hash;
+  c["input_hash"] = s.step->in.input_hash;
   c["cluster"] = s.cluster;
   c["profile"] = s.profile;
   c["grid"] = to_string(s.eval->space().grid);
   c["space"] = to_string(s.eval->space().resources);
   c["collective_classes"] = s.eval->classes().size();
-  if (s.step.folded > 1) {
-    c["folded_replicas"] = s.step.folded;
+  if (s.step->folded > 1) {
+    c["folded_replicas"] = s.step->folded;
   }
   return c;
 }

@@ -19,11 +19,14 @@ namespace lagom::cli {
 struct TuneOptions {
   std::string grid = "fine";
   std::string space = "nccl";
-  std::string lagom_subspace = "nccl";
+  std::string lagom_subspace = "best";
   std::string lagom_step = "points";
+  std::string lagom_walk = "axis";
   double lagom_lr_scale = 1.0;
   double lagom_min_gain = 0.01;
   bool lagom_no_step_guard = false;
+  bool lagom_no_park = false;
+  bool lagom_no_hidden_stop = false;
   std::int64_t budget = 0;
   std::uint64_t seed = 1;
   bool no_fold = false;
@@ -43,9 +46,10 @@ search::Method method_of(const std::string& name);
 // "nccl,autoccl,lagom" -> methods; boost::program_options::error for an unknown or empty list.
 std::vector<search::Method> methods_of(const std::string& list);
 
-// What the command works on: the step, the hardware and the evaluator over them.
+// What the command works on: the step, the hardware and the evaluator over them. The evaluator
+// refers into the step, which therefore lives on the heap: a SearchSetup may be moved.
 struct SearchSetup {
-  StepInput step;
+  std::unique_ptr<StepInput> step;
   std::unique_ptr<search::Evaluator> eval;
   std::string cluster;  // "a40-nvlink x1"
   std::string profile;

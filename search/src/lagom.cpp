@@ -1,15 +1,26 @@
 // The Lagom paper's search (arXiv 2602.20656, Algorithms 1 and 2) as a search method
-// (docs/search.md).
+// (docs/search.md §4 has the readings of the paper's text and what each measured).
 //
-// Algorithm 1 picks the unfinished class with the smallest H; Algorithm 2 moves it one step:
-// the first step puts it at minimum resources (every grid index 0), later steps grow every
-// resource axis by max(1, round(lr * lr_scale)) points, lr the relative gain in the
-// class's communication time of its last accepted step. A step that does not shorten the
-// class's communication by more than min_gain, or (step guard) lengthens the step, is undone
-// and ends the class; a step after which the
-// communication of the class's overlap groups is hidden (X < Y) is kept and ends it; a kept
-// step sets H = (Y' - Y) / (x - x'). The first step leaves H at its initial 0.01, so every
-// class is placed at minimum resources before any grows.
+// Algorithm 1 picks the unfinished class with the smallest H (or, in the round-robin ablation,
+// the next unfinished class in a fixed order); Algorithm 2 moves it one step. The first step
+// puts it at minimum resources (every grid index 0) in its subspace: NCCL's own (algorithm,
+// protocol) or, by default, the one where the class is fastest at NCCL's resources. Later steps
+// grow its resources:
+//  * per axis (LagomWalk::kPerAxis, the default): each axis's own step (NC, NT, C) is tried
+//    alone, one evaluation each, and the try with the shortest step among those that shorten
+//    the class's communication is taken; only when none does, all axes at once (a plateau that
+//    only a joint move leaves);
+//  * lock-step (LagomWalk::kLockstep): every axis by the same step, as the pseudocode writes it.
+// A step is max(1, round(lr x lr_scale)) grid points (LagomStep::kPoints) or that fraction of the
+// axis's points (kAxis), lr the relative gain in the class's communication time of the last
+// accepted step on that axis (per axis) or of the class (lock-step). A step that does not shorten
+// the class's communication by more than min_gain is undone and ends the class. A step that
+// shortens it but (step guard) lengthens the step is undone and parks the class: it waits until
+// another class moves, then tries again (with parking off it ends). A step after which the
+// communication of the class's overlap groups is hidden (X < Y) is kept and ends it (condition
+// 1; SearchOptions::lagom_hidden_stop turns it off for the ablation); a kept step
+// sets H = (Y' - Y) / (x - x'). The first step leaves H at its initial 0.01, so every class is
+// placed at minimum resources before any grows.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -25,102 +36,185 @@ struct Walk {
   std::array<int, 3> idx{0, 0, 0};
   bool placed = false;
   bool done = false;
+  // Every move shortened its communication but lengthened the step: waits until another class
+  // moves (the step it lengthened may have changed), then tries again.
+  bool parked = false;
   double h = 0.01;
-  double lr = 0;
+  std::array<double, 3> lr{0, 0, 0};  // per axis (lock-step uses lr[0] for all)
+};
+
+int step_points(const SearchOptions& o, double lr, int size) {
+  const double points = o.lagom_step == LagomStep::kAxis ? size : 1.0;
+  return std::max(1, static_cast<int>(std::lround(lr * o.lagom_lr_scale * points)));
+}
+
+// Each class's fastest subspace at NCCL's resources: one evaluation per subspace index.
+void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
+  const std::size_t n = ws.size();
+  std::size_t rounds = 0;
+  for (const CollClass& c : run.classes()) {
+    rounds = std::max(rounds, c.subspaces.size());
+  }
+  std::vector<double> best(n, kInf);
+  for (std::size_t r = 0; r < rounds && rounds > 1 && !run.spent(1000); ++r) {
+    Configs probe(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (r < run.classes()[j].subspaces.size()) {
+        probe[j] = config_of(run.classes()[j], nccl_point(run.classes()[j], static_cast<int>(r)));
+      }
+    }
+    const Evaluation e = run.evaluate(probe);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (r < run.classes()[j].subspaces.size() && e.comm_us[j] < best[j]) {
+        best[j] = e.comm_us[j];
+        ws[j].sub = static_cast<int>(r);
+      }
+    }
+  }
+}
+
+// The next class to move: the smallest H, or the next in round-robin order after `last`.
+std::size_t next_class(const std::vector<Walk>& ws, LagomOrder order, std::size_t last) {
+  const std::size_t n = ws.size();
+  if (order == LagomOrder::kRoundRobin) {
+    for (std::size_t k = 1; k <= n; ++k) {
+      const std::size_t i = (last + k) % n;
+      if (!ws[i].done && !ws[i].parked) {
+        return i;
+      }
+    }
+    return n;
+  }
+  std::size_t j = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ws[i].done && !ws[i].parked && (j == n || ws[i].h < ws[j].h)) {
+      j = i;
+    }
+  }
+  return j;
+}
+
+struct Try {
+  std::array<int, 3> idx;
+  int axis = -1;  // the axis moved (-1: all, lock-step)
+  Evaluation e;
 };
 
 }  // namespace
 
 Configs lagom(SearchRun& run) {
+  const SearchOptions& o = run.options();
   const std::size_t n = run.classes().size();
   std::vector<Walk> ws(n);
   Configs cfg(n);  // NCCL's until a class is placed
   for (std::size_t j = 0; j < n; ++j) {
     ws[j].sub = nccl_subspace(run.classes()[j]);
   }
-  if (run.options().lagom_subspace == LagomSubspace::kBest) {
-    // Each class's fastest subspace at NCCL's resources: one round per subspace index.
-    std::size_t rounds = 0;
-    for (const CollClass& c : run.classes()) {
-      rounds = std::max(rounds, c.subspaces.size());
-    }
-    std::vector<double> best(n, kInf);
-    for (std::size_t r = 0; r < rounds && rounds > 1 && !run.spent(1000); ++r) {
-      Configs probe(n);
-      for (std::size_t j = 0; j < n; ++j) {
-        if (r < run.classes()[j].subspaces.size()) {
-          probe[j] = config_of(run.classes()[j], nccl_point(run.classes()[j], static_cast<int>(r)));
-        }
-      }
-      const Evaluation e = run.evaluate(probe);
-      for (std::size_t j = 0; j < n; ++j) {
-        if (r < run.classes()[j].subspaces.size() && e.comm_us[j] < best[j]) {
-          best[j] = e.comm_us[j];
-          ws[j].sub = static_cast<int>(r);
-        }
-      }
-    }
+  if (o.lagom_subspace == LagomSubspace::kBest) {
+    pick_subspaces(run, ws);
   }
   Evaluation accepted = run.nccl_evaluation();  // measurements under the accepted configurations
+  std::size_t last = n - 1;
   while (!run.spent(1000)) {
-    std::size_t j = n;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!ws[i].done && (j == n || ws[i].h < ws[j].h)) {
-        j = i;
-      }
-    }
+    const std::size_t j = next_class(ws, o.lagom_order, last);
     if (j == n) {
       break;
     }
+    last = j;
     Walk& w = ws[j];
     const CollClass& c = run.classes()[j];
     const Subspace& s = c.subspaces[static_cast<std::size_t>(w.sub)];
-    std::array<int, 3> next = w.idx;
-    if (w.placed) {
-      bool moved = false;
-      for (int a = 0; a < 3; ++a) {
-        const int size = axis_size(s, a);
-        const double points = run.options().lagom_step == LagomStep::kAxis ? size : 1.0;
-        const int step = std::max(
-            1, static_cast<int>(std::lround(w.lr * run.options().lagom_lr_scale * points)));
-        const int v = std::min(size - 1, w.idx[static_cast<std::size_t>(a)] + step);
-        moved = moved || v != w.idx[static_cast<std::size_t>(a)];
-        next[static_cast<std::size_t>(a)] = v;
-      }
-      if (!moved) {
-        w.done = true;  // every resource at its maximum
-        continue;
-      }
-    }
-    const std::optional<nccl::CommConfig> before = cfg[j];
-    cfg[j] = config_of(c, Point{w.sub, next});
-    const Evaluation e = run.evaluate(cfg);
-    const double x = accepted.comm_us[j];
-    const double x_new = e.comm_us[j];
-    const bool hidden = e.group_comm_us[j] < e.group_compute_us[j];
     if (!w.placed) {
+      cfg[j] = config_of(c, Point{w.sub, w.idx});
+      accepted = run.evaluate(cfg);
       w.placed = true;
-      w.idx = next;
-      w.done = hidden;  // condition 1: minimal resources already hide it
-      accepted = e;
+      w.done = o.lagom_hidden_stop &&
+               accepted.group_comm_us[j] < accepted.group_compute_us[j];  // condition 1
       continue;
     }
-    if (x_new >= x * (1 - run.options().lagom_min_gain) ||
-        (run.options().lagom_step_guard && e.step_time > accepted.step_time)) {
-      cfg[j] = before;  // not faster, or the step got longer: undo the step and stop
-      w.done = true;
+    const double x = accepted.comm_us[j];
+    const std::optional<nccl::CommConfig> before = cfg[j];
+    std::optional<Try> best;
+    bool any_move = false;
+    bool guarded_only = false;  // some move was faster and only the step guard refused it
+    // Simulates moving class j to `next` (axis `axis`, -1 for all) and keeps it in `best` when
+    // it shortens the class's communication by more than min_gain without lengthening the step,
+    // and beats the moves tried before on step time.
+    const auto try_move = [&](const std::array<int, 3>& next, int axis) {
+      if (next == w.idx || run.spent(1000)) {
+        return;
+      }
+      any_move = true;
+      cfg[j] = config_of(c, Point{w.sub, next});
+      Evaluation e = run.evaluate(cfg);
+      const bool faster = e.comm_us[j] < x * (1 - o.lagom_min_gain);
+      const bool guarded = o.lagom_step_guard && e.step_time > accepted.step_time;
+      guarded_only = guarded_only || (faster && guarded);
+      if (faster && !guarded &&
+          (!best || e.step_time < best->e.step_time ||
+           (e.step_time == best->e.step_time && e.comm_us[j] < best->e.comm_us[j]))) {
+        best = Try{next, axis, std::move(e)};
+      }
+    };
+    const bool per_axis = o.lagom_walk == LagomWalk::kPerAxis;
+    if (per_axis) {
+      for (int a = 0; a < 3; ++a) {
+        const std::size_t ua = static_cast<std::size_t>(a);
+        std::array<int, 3> next = w.idx;
+        next[ua] =
+            std::min(axis_size(s, a) - 1, w.idx[ua] + step_points(o, w.lr[ua], axis_size(s, a)));
+        try_move(next, a);
+      }
+    }
+    // Every axis at once: the lock-step walk's only move; the per-axis walk's last resort when
+    // no axis alone gains (a plateau that only a joint move leaves).
+    if (!best) {
+      std::array<int, 3> next = w.idx;
+      int moved = 0;
+      for (int a = 0; a < 3; ++a) {
+        const std::size_t ua = static_cast<std::size_t>(a);
+        next[ua] = std::min(axis_size(s, a) - 1,
+                            w.idx[ua] + step_points(o, w.lr[per_axis ? ua : 0], axis_size(s, a)));
+        moved += next[ua] != w.idx[ua] ? 1 : 0;
+      }
+      if (!per_axis || moved > 1) {
+        try_move(next, -1);
+      }
+    }
+    if (!any_move) {
+      w.done = true;  // every resource at its maximum
       continue;
     }
-    w.idx = next;
-    if (hidden) {
-      w.done = true;
+    if (!best) {
+      cfg[j] = before;  // no move is faster, or each lengthens the step: stop where it was
+      if (guarded_only && o.lagom_park) {
+        w.parked = true;
+      } else {
+        w.done = true;
+      }
+      continue;
+    }
+    cfg[j] = config_of(c, Point{w.sub, best->idx});
+    const Evaluation& e = best->e;
+    const double x_new = e.comm_us[j];
+    const double gain = (x - x_new) / x_new;
+    if (best->axis >= 0) {
+      w.lr[static_cast<std::size_t>(best->axis)] = gain;
+    } else {
+      w.lr = {gain, gain, gain};
+    }
+    w.idx = best->idx;
+    if (o.lagom_hidden_stop && e.group_comm_us[j] < e.group_compute_us[j]) {
+      w.done = true;  // hidden: more resources would only slow the computation
     } else {
       w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - x_new);
-      w.lr = (x - x_new) / x_new;
     }
     accepted = e;
+    for (Walk& other : ws) {
+      other.parked = false;  // the step changed: what lengthened it may not any more
+    }
   }
-  run.set_best(cfg, accepted);  // `accepted` is always the evaluation of `cfg`: reused
+  run.set_best(cfg, accepted);  // `accepted` is always the evaluation of `cfg`
   return cfg;
 }
 

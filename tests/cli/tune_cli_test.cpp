@@ -203,6 +203,59 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
   EXPECT_EQ(j["rows"][2]["evaluations"], tune["evaluations"]);
 }
 
+TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
+  // docs/search.md §6: lagom-roundrobin is Lagom without its priority; fixed-nc:K and
+  // nccl-max-ctas:K are NCCL's own choice under NCCL_MIN_CTAS = NCCL_MAX_CTAS = K and under
+  // NCCL_MAX_CTAS = K, each timed on the same step, with the speedup over plain NCCL.
+  const nlohmann::json j = json_of(run_lagom(cmd(
+      "compare", {"--methods", "nccl,lagom,lagom-roundrobin,fixed-nc:1,fixed-nc:3,NCCL-MAX-CTAS:1",
+                  "--json"})));
+  ASSERT_EQ(j["rows"].size(), 6u);
+  const char* labels[] = {"nccl",       "lagom",      "lagom-roundrobin",
+                          "fixed-nc:1", "fixed-nc:3", "nccl-max-ctas:1"};
+  const double nccl_us = j["rows"][0]["step_time_us"].get<double>();
+  for (std::size_t i = 0; i < 6; ++i) {
+    const auto& row = j["rows"][i];
+    EXPECT_EQ(row["method"], labels[i]);
+    EXPECT_NEAR(row["speedup_vs_nccl"].get<double>(), nccl_us / row["step_time_us"].get<double>(),
+                1e-12)
+        << labels[i];
+  }
+  EXPECT_LE(j["rows"][1]["step_time_us"].get<double>(), nccl_us);  // never slower than NCCL
+  EXPECT_LE(j["rows"][2]["step_time_us"].get<double>(), nccl_us);
+  for (std::size_t i : {3u, 4u}) {
+    EXPECT_EQ(j["rows"][i]["evaluations"], 1);
+    const int k = i == 3 ? 1 : 3;
+    for (const auto& c : j["rows"][i]["plan"]) {
+      EXPECT_EQ(c["config"]["nchannels"], k) << j["rows"][i]["method"] << " " << c.dump();
+    }
+  }
+  for (const auto& c : j["rows"][5]["plan"]) {
+    EXPECT_LE(c["config"]["nchannels"].get<int>(), 1) << c.dump();
+  }
+  // One channel each, as NCCL_MAX_CTAS=1 gives: both rows are that step.
+  EXPECT_EQ(j["rows"][3]["step_time_us"], j["rows"][5]["step_time_us"]);
+  // And what `simulate` says with those variables.
+  const nlohmann::json sim =
+      json_of(run_lagom(cmd("simulate", {"--json", "--no-op-times", "--nccl-env", "NCCL_MIN_CTAS=3",
+                                         "--nccl-env", "NCCL_MAX_CTAS=3"})));
+  EXPECT_EQ(j["rows"][4]["step_time_us"], sim["step_time_us"]);
+}
+
+TEST(CompareCli, FixedChannelsAboveTheGpusSmsAreAnError) {
+  TempDir tmp;
+  nlohmann::json profile =
+      nlohmann::json::parse(slurp(std::string(LAGOM_SOURCE_DIR) + "/hardware/profiles/a40.json"));
+  profile["gpu"]["sms"]["value"] = 16;
+  const std::string path = (tmp.path() / "small-a40.json").string();
+  std::ofstream(path) << profile.dump(1);
+  const CliRun r =
+      run_lagom(cmd("compare", {"--profile", path, "--methods", "nccl,fixed-nc:32", "--json"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "method 'fixed-nc:32': 32 channels is more than the 16 SMs"))
+      << r.err;
+}
+
 TEST(CompareCli, TextTableHasARowPerMethod) {
   const CliRun r = run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--grid", "coarse"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -278,7 +331,27 @@ const BadCase kBadCases[] = {
     {"unknown method in a list",
      cmd("compare", {"--methods", "nccl,lagom,bayes"}),
      2,
-     {"unknown method 'bayes'"}},
+     {"unknown method 'bayes'", "lagom-roundrobin, fixed-nc:K, nccl-max-ctas:K"}},
+    {"fixed channels of zero",
+     cmd("compare", {"--methods", "nccl,fixed-nc:0"}),
+     2,
+     {"method 'fixed-nc:0': K must be a whole number of channels from 1 to 64"}},
+    {"fixed channels above MAXCHANNELS",
+     cmd("compare", {"--methods", "nccl-max-ctas:65"}),
+     2,
+     {"method 'nccl-max-ctas:65': K must be a whole number"}},
+    {"fixed channels not a number",
+     cmd("compare", {"--methods", "fixed-nc:4x"}),
+     2,
+     {"method 'fixed-nc:4x': K must be a whole number"}},
+    {"fixed channels without K",
+     cmd("compare", {"--methods", "fixed-nc"}),
+     2,
+     {"method 'fixed-nc' needs a channel count: fixed-nc:K"}},
+    {"bad lagom walk",
+     cmd("compare", {"--lagom-walk", "diagonal"}),
+     2,
+     {"--lagom-walk must be lockstep or axis, got 'diagonal'"}},
     {"bad grid",
      cmd("tune", {"--grid", "medium"}),
      2,

@@ -461,28 +461,125 @@ TEST(SearchMethods, LagomIsWithinTwoPercentOfExhaustiveOnSmallSteps) {
   }
 }
 
-TEST(SearchMethods, LagomEvaluationsGrowLinearlyWithClasses) {
-  // Algorithm 1 + 2 as search.cpp implements them: NCCL's baseline (1), then per class one
-  // placement at minimum resources and growth steps that each move every resource axis at least
-  // one grid point up (an undone step also ends the class), so at most L_j - 1 growth steps
-  // on a class whose longest axis has L_j points; then at most one final check. Hence
-  // evaluations <= 2 + sum_j L_j, i.e. <= 7k + 2 on the coarse --space nccl grid (channels 1,
-  // 2, ..., 64): linear in k.
+TEST(SearchMethods, LagomIsWithinOnePercentOfExhaustiveInTheFullSpace) {
+  // The full space (channels, threads and chunk per collective; coarse grid, so that
+  // exhaustive can enumerate it): Lagom's default walk against every combination. One step
+  // misses 1%: two 4 MiB all-gathers, where condition 1 of Algorithm 2 ends the first at one
+  // channel (its group's communication X = 1087 us is under the GEMM's Y) while the optimum
+  // gives it two; the gap is 1.22% with the paper's condition, 0.27% without it
+  // (lagom_hidden_stop = false). Both are asserted, so that the mechanism stays the one named.
+  struct Case {
+    LagomVsExhaustive step;
+    bool hidden_stop;
+    double max_gap;
+  };
+  for (const Case& c :
+       {Case{{1, kMiB, 1e11}, true, 0.01}, Case{{1, 4 * kMiB, 1e11}, true, 0.01},
+        Case{{1, 16 * kMiB, 1e12}, true, 0.01}, Case{{1, 64 * kMiB, 1e12}, true, 0.01},
+        Case{{2, kMiB, 1e11}, true, 0.01}, Case{{2, 4 * kMiB, 1e11}, true, 0.0125},
+        Case{{2, 4 * kMiB, 1e11}, false, 0.01}, Case{{2, 16 * kMiB, 1e12}, true, 0.01}}) {
+    const traces::Workload w = chain(c.step.k, c.step.per_rank, c.step.flops);
+    Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kCoarse, Resources::kFull});
+    const SearchResult ex = run(eval, Method::kExhaustive, 100000);
+    SearchOptions o;
+    o.lagom_hidden_stop = c.hidden_stop;
+    const SearchResult lg = search::run_search(eval, o);
+    const double gap = lg.step_time.us() / ex.step_time.us() - 1;
+    std::cout << fmt::format(
+        "[ lagom vs exhaustive, full space ] k={} {} MiB/rank {:g} flops{}: nccl {:.3f} us, "
+        "lagom {:.3f} us ({} evals), exhaustive {:.3f} us ({} evals), gap {:.2f}%\n",
+        c.step.k, c.step.per_rank / kMiB, c.step.flops, c.hidden_stop ? "" : ", no hidden stop",
+        ex.nccl_step_time.us(), lg.step_time.us(), lg.evaluations, ex.step_time.us(),
+        ex.evaluations, 100 * gap);
+    EXPECT_LE(gap, c.max_gap);
+    EXPECT_GE(gap, 0.0);
+    EXPECT_LT(lg.evaluations, ex.evaluations);
+  }
+}
+
+TEST(SearchMethods, LagomIsNeverSlowerThanNccl) {
+  // Lagom can always keep NCCL's own choice, so whatever its walk does, the plan it returns is
+  // never slower than NCCL's, for every reading of Algorithm 2 and every space.
+  for (int k : {1, 3}) {
+    for (double flops : {1e10, 1e12}) {
+      const traces::Workload w = chain(k, 8 * kMiB, flops);
+      for (Resources res : {Resources::kNccl, Resources::kFull}) {
+        Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, res});
+        for (auto walk : {search::LagomWalk::kPerAxis, search::LagomWalk::kLockstep}) {
+          for (auto order : {search::LagomOrder::kPriority, search::LagomOrder::kRoundRobin}) {
+            for (bool guard : {true, false}) {
+              SearchOptions o;
+              o.lagom_walk = walk;
+              o.lagom_order = order;
+              o.lagom_step_guard = guard;
+              o.lagom_min_gain = 0;
+              const SearchResult r = search::run_search(eval, o);
+              EXPECT_LE(r.step_time, r.nccl_step_time)
+                  << "k=" << k << " flops " << flops << " full " << (res == Resources::kFull)
+                  << " lockstep " << (walk == search::LagomWalk::kLockstep) << " round-robin "
+                  << (order == search::LagomOrder::kRoundRobin) << " guard " << guard;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The lock-step walk's evaluation bound: NCCL's baseline (1), then per class one placement at
+// minimum resources and growth steps that each move every resource axis at least one grid
+// point up (an undone step ends the class or parks it until another class moves), then at most
+// one final check.
+std::int64_t lockstep_bound(const Evaluator& eval) {
+  std::int64_t bound = 2;
+  for (const search::CollClass& c : eval.classes()) {
+    std::size_t longest = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
+    }
+    bound += static_cast<std::int64_t>(longest);
+  }
+  return bound;
+}
+
+// The per-axis walk's: every accepted move raises at least one grid index, so a class accepts
+// at most A_j = sum over axes of (points - 1) moves; each turn of a class costs at most 4
+// evaluations (3 axes, then all at once); a class parks at most once before the first
+// acceptance and once after each (any class's) acceptance; each class ends once.
+std::int64_t per_axis_bound(const Evaluator& eval, std::int64_t probes) {
+  const auto k = static_cast<std::int64_t>(eval.classes().size());
+  std::int64_t accepts = 0;
+  for (const search::CollClass& c : eval.classes()) {
+    std::size_t most = 0;
+    for (const search::Subspace& s : c.subspaces) {
+      most = std::max(most, s.channels.size() + s.threads.size() + s.chunks.size() - 3);
+    }
+    accepts += static_cast<std::int64_t>(most);
+  }
+  return 2 + probes + k + 4 * (accepts + k * (accepts + 1) + k);
+}
+
+std::int64_t subspace_probes(const Evaluator& eval) {
+  std::size_t rounds = 0;
+  for (const search::CollClass& c : eval.classes()) {
+    rounds = std::max(rounds, c.subspaces.size());
+  }
+  return rounds > 1 ? static_cast<std::int64_t>(rounds) : 0;
+}
+
+TEST(SearchMethods, LockstepEvaluationsGrowLinearlyWithClasses) {
+  // With the bound above, evaluations <= 2 + sum_j L_j, i.e. <= 7k + 2 on the coarse --space
+  // nccl grid (channels 1, 2, ..., 64): linear in k.
   std::vector<std::int64_t> evals;
   for (int k : {1, 2, 4, 8}) {
     const traces::Workload w = chain(k);
     Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
     ASSERT_EQ(eval.classes().size(), static_cast<std::size_t>(k));
-    std::int64_t bound = 2;
-    for (const search::CollClass& c : eval.classes()) {
-      std::size_t longest = 0;
-      for (const search::Subspace& s : c.subspaces) {
-        longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
-      }
-      EXPECT_LE(longest, 7u);
-      bound += static_cast<std::int64_t>(longest);
-    }
-    const SearchResult r = run(eval, Method::kLagom);
+    const std::int64_t bound = lockstep_bound(eval);
+    SearchOptions o;
+    o.lagom_walk = search::LagomWalk::kLockstep;
+    o.lagom_subspace = search::LagomSubspace::kNccl;
+    const SearchResult r = search::run_search(eval, o);
     evals.push_back(r.evaluations);
     std::cout << fmt::format("[ lagom evaluations ] k={}: {} (bound {})\n", k, r.evaluations,
                              bound);
@@ -494,45 +591,52 @@ TEST(SearchMethods, LagomEvaluationsGrowLinearlyWithClasses) {
   EXPECT_LT(static_cast<double>(evals[3]) / static_cast<double>(evals[0]), 32.0);
 }
 
-TEST(SearchMethods, LagomVariantsKeepTheLinearBound) {
-  // The bound above holds for every reading of Algorithm 2 (each growth step still moves the
-  // longest axis at least one point); --lagom-subspace best adds one probing round per subspace
-  // index.
+TEST(SearchMethods, LagomVariantsKeepTheirBounds) {
+  // The bounds above hold for every reading of Algorithm 2; --lagom-subspace best adds one
+  // probing round per subspace index.
   const traces::Workload w = chain(4, 16 * kMiB, 1e12);
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
-  std::int64_t bound = 2;
-  std::size_t rounds = 0;
-  for (const search::CollClass& c : eval.classes()) {
-    std::size_t longest = 0;
-    for (const search::Subspace& s : c.subspaces) {
-      longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
-    }
-    bound += static_cast<std::int64_t>(longest);
-    rounds = std::max(rounds, c.subspaces.size());
-  }
-  for (auto sub : {search::LagomSubspace::kNccl, search::LagomSubspace::kBest}) {
-    for (auto step : {search::LagomStep::kPoints, search::LagomStep::kAxis}) {
-      for (double min_gain : {0.0, 0.01}) {
-        for (bool guard : {true, false}) {
-          SearchOptions o;
-          o.method = Method::kLagom;
-          o.lagom_subspace = sub;
-          o.lagom_step = step;
-          o.lagom_min_gain = min_gain;
-          o.lagom_step_guard = guard;
-          const SearchResult r = search::run_search(eval, o);
-          const std::int64_t probes = sub == search::LagomSubspace::kBest && rounds > 1
-                                          ? static_cast<std::int64_t>(rounds)
-                                          : 0;
-          EXPECT_LE(r.evaluations, bound + probes)
-              << (sub == search::LagomSubspace::kBest ? "best" : "nccl") << " subspace, "
-              << (step == search::LagomStep::kAxis ? "axis" : "points") << " step, min gain "
-              << min_gain << ", guard " << guard;
-          EXPECT_GE(r.evaluations, 1 + probes + 4);  // baseline, probes, 4 placements
+  const std::int64_t rounds = subspace_probes(eval);
+  for (auto walk : {search::LagomWalk::kPerAxis, search::LagomWalk::kLockstep}) {
+    for (auto sub : {search::LagomSubspace::kNccl, search::LagomSubspace::kBest}) {
+      for (auto step : {search::LagomStep::kPoints, search::LagomStep::kAxis}) {
+        for (double min_gain : {0.0, 0.01}) {
+          for (bool guard : {true, false}) {
+            SearchOptions o;
+            o.lagom_walk = walk;
+            o.lagom_subspace = sub;
+            o.lagom_step = step;
+            o.lagom_min_gain = min_gain;
+            o.lagom_step_guard = guard;
+            const SearchResult r = search::run_search(eval, o);
+            const std::int64_t probes = sub == search::LagomSubspace::kBest ? rounds : 0;
+            const std::int64_t bound = walk == search::LagomWalk::kLockstep
+                                           ? lockstep_bound(eval) + probes
+                                           : per_axis_bound(eval, probes);
+            EXPECT_LE(r.evaluations, bound)
+                << (walk == search::LagomWalk::kLockstep ? "lock-step" : "per-axis") << ", "
+                << (sub == search::LagomSubspace::kBest ? "best" : "nccl") << " subspace, "
+                << (step == search::LagomStep::kAxis ? "axis" : "points") << " step, min gain "
+                << min_gain << ", guard " << guard;
+            EXPECT_GE(r.evaluations, 1 + probes + 4);  // baseline, probes, 4 placements
+          }
         }
       }
     }
   }
+}
+
+TEST(SearchMethods, RoundRobinKeepsTheBoundAndTheGuarantee) {
+  // The ablation differs from the priority walk only in the order: same bounds, and on a step
+  // whose classes gain differently it may end elsewhere, never slower than NCCL.
+  const traces::Workload w = chain(3, 8 * kMiB, 1e11);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  SearchOptions o;
+  o.lagom_order = search::LagomOrder::kRoundRobin;
+  const SearchResult r = search::run_search(eval, o);
+  EXPECT_LE(r.evaluations, per_axis_bound(eval, subspace_probes(eval)));
+  EXPECT_LE(r.step_time, r.nccl_step_time);
+  EXPECT_EQ(r.choices.size(), eval.classes().size());
 }
 
 TEST(SearchMethods, SameInputsGiveByteIdenticalPlans) {

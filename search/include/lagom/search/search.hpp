@@ -41,11 +41,20 @@ enum class LagomSubspace { kNccl, kBest };
 // findKCandidatesWithAxis takes k = lr x count candidates).
 enum class LagomStep { kPoints, kAxis };
 
+// How Lagom's Algorithm 2 grows a collective's resources: every axis (NC, NT, C) by the same
+// step at once, as the paper's pseudocode writes it, or each axis on its own (one evaluation per
+// axis, the best kept).
+enum class LagomWalk { kLockstep, kPerAxis };
+
+// Which collective Lagom moves next: the smallest priority H (Algorithm 1), or a fixed
+// round-robin order (the ablation `lagom-roundrobin`).
+enum class LagomOrder { kPriority, kRoundRobin };
+
 struct SearchOptions {
   Method method = Method::kLagom;
   std::int64_t budget = 0;  // evaluations at most; 0: the method's default (docs/search.md)
   std::uint64_t seed = 1;
-  LagomSubspace lagom_subspace = LagomSubspace::kNccl;
+  LagomSubspace lagom_subspace = LagomSubspace::kBest;
   // Lagom's growth step: after a relative gain g each resource moves max(1, round(g *
   // lr_scale)) grid points (kPoints) or max(1, round(g * lr_scale * points on the axis))
   // (kAxis).
@@ -57,6 +66,16 @@ struct SearchOptions {
   // Lagom: a step that lengthens the step (the makespan of the overlap groups) is undone and
   // ends the class: past the balance point X = Y more resources only slow the computation.
   bool lagom_step_guard = true;
+  // Lagom: a class whose every move the step guard refused (each shortened its communication
+  // but lengthened the step) waits for another class to move and then tries again, instead of
+  // ending.
+  bool lagom_park = true;
+  // Lagom (Algorithm 2, condition 1): a class whose overlap groups' communication is hidden
+  // (X < Y) ends, since more resources would only slow the computation. Off: it grows until a
+  // step stops gaining or the guard refuses it.
+  bool lagom_hidden_stop = true;
+  LagomWalk lagom_walk = LagomWalk::kPerAxis;
+  LagomOrder lagom_order = LagomOrder::kPriority;
 };
 
 struct ClassChoice {
