@@ -46,7 +46,7 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "resource's step alone and keep the best (axis)")(
       "lagom-lr-scale", po::value(&t.lagom_lr_scale)->default_value(1.0),
       "lagom: multiplies the growth step")(
-      "lagom-min-gain", po::value(&t.lagom_min_gain)->default_value(0.01),
+      "lagom-min-gain", po::value(&t.lagom_min_gain)->default_value(0.002),
       "lagom: a step must shorten the collective by more than this fraction to continue")(
       "lagom-no-step-guard", po::bool_switch(&t.lagom_no_step_guard),
       "lagom: keep growing a collective while it gets faster even when the step gets longer")(

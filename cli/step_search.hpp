@@ -23,7 +23,7 @@ struct TuneOptions {
   std::string lagom_step = "points";
   std::string lagom_walk = "axis";
   double lagom_lr_scale = 1.0;
-  double lagom_min_gain = 0.01;
+  double lagom_min_gain = 0.002;
   bool lagom_no_step_guard = false;
   bool lagom_no_park = false;
   bool lagom_no_hidden_stop = false;

@@ -3,6 +3,7 @@
 
     python3 docs/table2.py build/bin/lagom > /tmp/table2.md      # every row (about an hour)
     python3 docs/table2.py build/bin/lagom --only fsdp,ep         # the fast rows
+    python3 docs/table2.py build/bin/lagom --ablation             # §3b, the search ablations
     python3 docs/table2.py build/bin/lagom --predictions          # docs/VALIDATION.md §3
 
 Each row is one `lagom compare ... --json` (commands printed beside the tables); the runs are
@@ -42,16 +43,17 @@ def gpus(parallel):
     return n
 
 
-def compare(lagom, w, cluster, space, methods, env, raw):
+def compare(lagom, w, cluster, space, methods, env, raw, flags=()):
     family, model, parallel, mbs, gbs, extra = w
     nodes = max(1, gpus(parallel) // 8)
     cmd = [lagom, "compare", "--model", model, "--parallel", parallel, "--mbs", str(mbs),
            "--gbs", str(gbs), "--cluster", cluster, "--nodes", str(nodes), "--space", space,
-           "--methods", ",".join(methods), "--json"] + extra + env
+           "--methods", ",".join(methods), "--json"] + extra + env + list(flags)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     if raw:
         name = "-".join([model, parallel.replace("=", "").replace(",", "_"), cluster, space]
-                        + [e.split("=")[-1] for e in env if "=" in e])
+                        + [e.split("=")[-1] for e in env if "=" in e]
+                        + [f.lstrip("-") for f in flags] + methods[-1:])
         (pathlib.Path(raw) / f"{name}.json").write_text(out)
     rows = json.loads(out)["rows"]
     return {r["method"]: r for r in rows}
@@ -88,12 +90,48 @@ def predictions(lagom):
         sys.stdout.flush()
 
 
+K_VALUES = (1, 2, 4, 8)
+RANDOM_BUDGET = 500
+
+
+def ablation(lagom, families, raw):
+    """RESULTS.md §3b: what Lagom's priority H and its walk add over simpler rules, in the full
+    space on cluster A with NCCL's 8 channels (the paper's baseline)."""
+    env = ["--nccl-env", "NCCL_MIN_CTAS=8"]
+    print("| workload | GPUs | Lagom | round-robin order | lock-step walk | NCCL's subspace | "
+          "no parking | best fixed-nc:K | best nccl-max-ctas:K | evaluations L / RR / LS |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for w in WORKLOADS:
+        if w[0] not in families:
+            continue
+        methods = (["nccl", "lagom", "lagom-roundrobin"] + [f"fixed-nc:{k}" for k in K_VALUES]
+                   + [f"nccl-max-ctas:{k}" for k in K_VALUES])
+        r = compare(lagom, w, "a40-nvlink", "full", methods, env, raw)
+        ls = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
+                     ["--lagom-walk", "lockstep"])["lagom"]
+        ns = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
+                     ["--lagom-subspace", "nccl"])["lagom"]
+        np_ = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
+                      ["--lagom-no-park"])["lagom"]
+        best = lambda prefix: max(((r[f"{prefix}:{k}"]["speedup_vs_nccl"], k) for k in K_VALUES))
+        fx, fk = best("fixed-nc")
+        mx, mk = best("nccl-max-ctas")
+        sp = lambda x: f"{x['speedup_vs_nccl']:.3f}x"
+        print(f"| `{w[1]}` `{w[2]}` | {gpus(w[2])} | {sp(r['lagom'])} | "
+              f"{sp(r['lagom-roundrobin'])} | {sp(ls)} | {sp(ns)} | {sp(np_)} | "
+              f"{fx:.3f}x (K={fk}) | {mx:.3f}x (K={mk}) | {r['lagom']['evaluations']} / "
+              f"{r['lagom-roundrobin']['evaluations']} / {ls['evaluations']} |")
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("lagom")
     ap.add_argument("--only", default="fsdp,tp,ep")
     ap.add_argument("--raw")
     ap.add_argument("--no-min-ctas", action="store_true", help="skip table 1b")
+    ap.add_argument("--ablation", action="store_true",
+                    help="print docs/RESULTS.md §3b (the ablations of Lagom's search) instead")
     ap.add_argument("--predictions", action="store_true",
                     help="print docs/VALIDATION.md §3 (lagom simulate of each workload) instead")
     a = ap.parse_args()
@@ -103,6 +141,9 @@ def main():
     families = a.only.split(",")
     if a.raw:
         pathlib.Path(a.raw).mkdir(parents=True, exist_ok=True)
+    if a.ablation:
+        ablation(a.lagom, families, a.raw)
+        return
     header = ("| workload | GPUs | cluster | NCCL step (ms) | AutoCCL | Lagom | AutoCCL, full | "
               "Lagom, full | random, full | evaluations A / L (A / L / R full) |")
     sep = "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
@@ -119,9 +160,11 @@ def main():
             for cluster in clusters:
                 with_random = w[0] != "tp"
                 m_nccl = ["nccl", "autoccl", "lagom"]
-                m_full = m_nccl + (["random"] if with_random else [])
                 d = compare(a.lagom, w, cluster, "nccl", m_nccl, env, a.raw)
-                f = compare(a.lagom, w, cluster, "full", m_full, env, a.raw)
+                f = compare(a.lagom, w, cluster, "full", m_nccl, env, a.raw)
+                if with_random:  # its own run: --budget bounds every method of a run
+                    f["random"] = compare(a.lagom, w, cluster, "full", ["random"], env, a.raw,
+                                          ["--budget", str(RANDOM_BUDGET)])["random"]
                 sp = lambda r, m: f"{r[m]['speedup_vs_nccl']:.3f}x" if m in r else "–"
                 ev = lambda r, m: str(r[m]["evaluations"]) if m in r else "–"
                 print(f"| `{w[1]}` `{w[2]}` | {gpus(w[2])} | {cluster} | "

@@ -61,8 +61,10 @@ struct SearchOptions {
   LagomStep lagom_step = LagomStep::kPoints;
   double lagom_lr_scale = 1.0;
   // Lagom: a step must shorten the class's communication by more than this fraction to count
-  // as an improvement (on real GPUs, measurement noise plays this part).
-  double lagom_min_gain = 0.01;
+  // as an improvement (on real GPUs, measurement noise plays this part). 0.2%: a per-axis step
+  // moves one grid point of ~32, and at 1% the walk stalled short of NCCL's own resources on
+  // the EP steps (docs/search.md §4 has the measurements).
+  double lagom_min_gain = 0.002;
   // Lagom: a step that lengthens the step (the makespan of the overlap groups) is undone and
   // ends the class: past the balance point X = Y more resources only slow the computation.
   bool lagom_step_guard = true;
