@@ -20,8 +20,11 @@
 namespace lagom::bench {
 namespace {
 
+using Tweak = void (*)(search::SearchOptions&);
+void defaults(search::SearchOptions&) {}
+
 void tune_step(benchmark::State& state, search::Method method, bool fold,
-               search::Resources resources) {
+               search::Resources resources, Tweak tweak) {
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
   const hardware::HardwareProfile profile = hardware::load_profile("a40");
   const models::ModelSpec model = models::load_model("llama3-8b");
@@ -39,6 +42,7 @@ void tune_step(benchmark::State& state, search::Method method, bool fold,
                            search::SpaceOptions{search::Grid::kFine, resources});
     search::SearchOptions o;
     o.method = method;
+    tweak(o);
     const search::SearchResult r = search::run_search(eval, o);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -51,9 +55,37 @@ void tune_step(benchmark::State& state, search::Method method, bool fold,
   }
 }
 
+// Phi-2 with tp=8 and Domino overlap on one a40-nvlink node (Table 2's TP row, mbs 8, gbs 512):
+// the largest Table 2 step per evaluation (its 64 micro-batches of TP all-reduces).
+void tune_tp_step(benchmark::State& state) {
+  const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 1);
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
+  const models::ModelSpec model = models::load_model("phi-2");
+  models::TrainingConfig cfg;
+  cfg.mbs = 8;
+  cfg.gbs = 512;
+  cfg.overlap = models::Overlap::kDomino;
+  cfg.fold_dp = true;
+  const models::Parallelism par = models::parse_parallelism("tp=8");
+  for (auto _ : state) {
+    const models::GeneratedStep step =
+        models::generate_step(model, par, cfg, profile.gpu.memory_GB.value * 1e9);
+    search::Evaluator eval(step.workload, cluster, profile,
+                           search::SpaceOptions{search::Grid::kFine, search::Resources::kFull});
+    const search::SearchResult r = search::run_search(eval, search::SearchOptions{});
+    state.counters["evaluations"] = static_cast<double>(r.evaluations);
+    state.counters["ms_per_eval"] = r.search_ms / static_cast<double>(r.evaluations);
+    state.counters["step_ms"] = r.step_time.us() / 1e3;
+    state.counters["nccl_step_ms"] = r.nccl_step_time.us() / 1e3;
+  }
+}
+
 }  // namespace
 
 void register_search_benchmarks() {
+  benchmark::RegisterBenchmark("BM_Tune/phi-2/tp8-domino/a40-nvlink/full/lagom", tune_tp_step)
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(1);
   for (const auto& [space, resources] :
        {std::pair{"nccl", search::Resources::kNccl}, std::pair{"full", search::Resources::kFull}}) {
     for (const auto& [name, m] :
@@ -62,13 +94,24 @@ void register_search_benchmarks() {
           std::pair{"random", search::Method::kRandom}}) {
       benchmark::RegisterBenchmark(
           fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/{}", space, name).c_str(),
-          tune_step, m, true, resources)
+          tune_step, m, true, resources, defaults)
           ->Unit(benchmark::kMillisecond);
     }
+    // The ablations of Lagom's walk (docs/search.md §6).
+    benchmark::RegisterBenchmark(
+        fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/lagom-lockstep", space).c_str(),
+        tune_step, search::Method::kLagom, true, resources,
+        [](search::SearchOptions& o) { o.lagom_walk = search::LagomWalk::kLockstep; })
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/lagom-roundrobin", space).c_str(),
+        tune_step, search::Method::kLagom, true, resources,
+        [](search::SearchOptions& o) { o.lagom_order = search::LagomOrder::kRoundRobin; })
+        ->Unit(benchmark::kMillisecond);
     // Without folding: all 16 ranks simulated (what tuning costs on a step that cannot fold).
     benchmark::RegisterBenchmark(
         fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/lagom/unfolded", space).c_str(),
-        tune_step, search::Method::kLagom, false, resources)
+        tune_step, search::Method::kLagom, false, resources, defaults)
         ->Unit(benchmark::kMillisecond);
   }
 }

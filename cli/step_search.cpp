@@ -53,6 +53,12 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "lagom-no-hidden-stop", po::bool_switch(&t.lagom_no_hidden_stop),
       "lagom: keep growing a collective whose overlap groups' communication is already hidden "
       "(the paper's condition 1 ends it there)")(
+      "autoccl-pretrain", po::value(&t.autoccl_pretrain)->default_value(20),
+      "autoccl: pretrain samples per collective, shared by its subspaces (AutoCCL's "
+      "TUNER_PRETRAIN_STEPS)")(
+      "autoccl-train", po::value(&t.autoccl_train)->default_value(50),
+      "autoccl: coordinate-descent steps per collective, shared by its subspaces "
+      "(TUNER_TRAIN_STEPS)")(
       "lagom-no-park", po::bool_switch(&t.lagom_no_park),
       "lagom: a collective whose every step the step guard refused ends there (by default it "
       "waits for another collective to move and tries again)")(
@@ -124,6 +130,15 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.lagom_step_guard = !t.lagom_no_step_guard;
   o.lagom_park = !t.lagom_no_park;
   o.lagom_hidden_stop = !t.lagom_no_hidden_stop;
+  if (t.autoccl_pretrain < 0 || t.autoccl_pretrain > 100000 || t.autoccl_train < 1 ||
+      t.autoccl_train > 100000) {
+    throw po::error(fmt::format(
+        "--autoccl-pretrain must be in [0, 100000] and --autoccl-train in [1, 100000], got {} "
+        "and {}",
+        t.autoccl_pretrain, t.autoccl_train));
+  }
+  o.autoccl_pretrain = t.autoccl_pretrain;
+  o.autoccl_train = t.autoccl_train;
   return o;
 }
 

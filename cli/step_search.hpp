@@ -27,6 +27,8 @@ struct TuneOptions {
   bool lagom_no_step_guard = false;
   bool lagom_no_park = false;
   bool lagom_no_hidden_stop = false;
+  int autoccl_pretrain = 20;
+  int autoccl_train = 50;
   std::int64_t budget = 0;
   std::uint64_t seed = 1;
   bool no_fold = false;

@@ -497,6 +497,64 @@ TEST(SearchMethods, LagomIsWithinOnePercentOfExhaustiveInTheFullSpace) {
   }
 }
 
+// AutoCCL's iterations: every evaluation advances each unfinished class by one call, and a class
+// spends at most pretrain/#subspaces samples and max(1, train/#subspaces) descent steps per
+// subspace; plus NCCL's native evaluation and the final check.
+std::int64_t autoccl_bound(const Evaluator& eval, int pretrain, int train) {
+  std::int64_t most = 0;
+  for (const search::CollClass& c : eval.classes()) {
+    const auto nsub = static_cast<std::int64_t>(c.subspaces.size());
+    most = std::max(most, nsub * (pretrain / nsub + std::max<std::int64_t>(1, train / nsub)));
+  }
+  return 2 + most;
+}
+
+TEST(SearchMethods, AutoCclSpendsItsPretrainAndTrainSteps) {
+  const traces::Workload w = chain(3, 8 * kMiB, 1e11);
+  for (Resources res : {Resources::kNccl, Resources::kFull}) {
+    Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, res});
+    for (const auto& [pretrain, train] : {std::pair{20, 50}, std::pair{0, 50}, std::pair{60, 12}}) {
+      SearchOptions o;
+      o.method = Method::kAutoCcl;
+      o.autoccl_pretrain = pretrain;
+      o.autoccl_train = train;
+      const SearchResult r = search::run_search(eval, o);
+      EXPECT_LE(r.evaluations, autoccl_bound(eval, pretrain, train))
+          << "pretrain " << pretrain << " train " << train;
+      // At least the pretrain samples of one subspace and a descent step.
+      EXPECT_GE(r.evaluations, 2 + pretrain / 8) << "pretrain " << pretrain;
+    }
+  }
+}
+
+TEST(SearchMethods, AutoCclPretrainingEverywhereFindsEachCollectivesFastestPoint) {
+  // With more pretrain samples than grid points, AutoCCL measures every point of every
+  // subspace, and (one class, so nothing else changes between its samples) pins the point with
+  // the class's shortest time: the exhaustive search's minimum of that class's own time.
+  const traces::Workload w = chain(1, 4 * kMiB, 1e11);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  SearchOptions o;
+  o.method = Method::kAutoCcl;
+  o.autoccl_pretrain = 10000;
+  const SearchResult r = search::run_search(eval, o);
+  ASSERT_EQ(r.choices.size(), 1u);
+  EXPECT_GE(r.evaluations, static_cast<std::int64_t>(combinations(eval)));
+  double fastest = r.choices[0].nccl_time_us;
+  const search::CollClass& c = eval.classes()[0];
+  for (const search::Subspace& s : c.subspaces) {
+    for (std::size_t a = 0; a < s.channels.size(); ++a) {
+      for (std::size_t b = 0; b < s.threads.size(); ++b) {
+        for (std::size_t d = 0; d < s.chunks.size(); ++d) {
+          const search::Evaluation e =
+              eval.evaluate(std::vector<std::optional<nccl::CommConfig>>{s.at(a, b, d)});
+          fastest = std::min(fastest, e.comm_us[0] / c.calls);
+        }
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(r.choices[0].time_us, fastest);
+}
+
 TEST(SearchMethods, LagomIsNeverSlowerThanNccl) {
   // Lagom can always keep NCCL's own choice, so whatever its walk does, the plan it returns is
   // never slower than NCCL's, for every reading of Algorithm 2 and every space.

@@ -77,6 +77,10 @@ struct SearchOptions {
   // step stops gaining or the guard refuses it.
   bool lagom_hidden_stop = true;
   LagomWalk lagom_walk = LagomWalk::kPerAxis;
+  // AutoCCL's phases per class (TUNER_PRETRAIN_STEPS and TUNER_TRAIN_STEPS, its code's
+  // defaults), shared evenly by the class's subspaces.
+  int autoccl_pretrain = 20;
+  int autoccl_train = 50;
   LagomOrder lagom_order = LagomOrder::kPriority;
 };
 
