@@ -115,7 +115,7 @@ SearchSetup ablation_setup(const CompareMethod& m, const SearchSetup& base,
                            const WorkloadInput& input, HardwareOptions hw, const ModelOptions& mo,
                            const TuneOptions& t, const po::variables_map& vm) {
   const int sms = static_cast<int>(base.step->hardware->profile.gpu.sms.value);
-  if (m.k > sms) {
+  if (m.nccl_env.size() > 1 && m.k > sms) {  // fixed-nc: every collective on K CTAs
     throw Error(fmt::format("method '{}': {} channels is more than the {} SMs of a {} GPU", m.label,
                             m.k, sms, base.step->hardware->profile.name));
   }
@@ -173,8 +173,12 @@ int compare_command(const std::vector<std::string>& args) {
       ablations.push_back(ablation_setup(m, s, input, hw, mo, t, vm));
       search::SearchResult r =
           search::run_search(*ablations.back().eval, search_options(t, search::Method::kNccl));
+      // Speedups and per-class NCCL times are over NCCL on the step as given.
       r.nccl_step_time = nccl.nccl_step_time;
-      results.emplace_back(&ablations.back(), std::move(r));
+      for (std::size_t j = 0; j < r.choices.size(); ++j) {
+        r.choices[j].nccl_time_us = nccl.choices[j].nccl_time_us;
+      }
+      results.emplace_back(&s, std::move(r));
       continue;
     }
     // Each method gets a fresh evaluator count; the step and its classes are shared.

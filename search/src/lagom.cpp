@@ -19,8 +19,9 @@
 // another class moves, then tries again (with parking off it ends). A step after which the
 // communication of the class's overlap groups is hidden (X < Y) is kept and ends it (condition
 // 1; SearchOptions::lagom_hidden_stop turns it off for the ablation); a kept step
-// sets H = (Y' - Y) / (x - x'). The first step leaves H at its initial 0.01, so every class is
-// placed at minimum resources before any grows.
+// sets H = (Y' - Y) / (x - x'). Every class is placed at minimum resources (in step order) before
+// any grows: the placement leaves H at its initial 0.01, and ties on H would otherwise send the
+// first class on growing while the others still run NCCL's choice.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -76,6 +77,11 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
 // The next class to move: the smallest H, or the next in round-robin order after `last`.
 std::size_t next_class(const std::vector<Walk>& ws, LagomOrder order, std::size_t last) {
   const std::size_t n = ws.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ws[i].placed) {
+      return i;  // every class is placed at minimum resources before any grows
+    }
+  }
   if (order == LagomOrder::kRoundRobin) {
     for (std::size_t k = 1; k <= n; ++k) {
       const std::size_t i = (last + k) % n;
@@ -130,6 +136,9 @@ Configs lagom(SearchRun& run) {
       w.placed = true;
       w.done = o.lagom_hidden_stop &&
                accepted.group_comm_us[j] < accepted.group_compute_us[j];  // condition 1
+      for (Walk& other : ws) {
+        other.parked = false;  // the step changed
+      }
       continue;
     }
     const double x = accepted.comm_us[j];

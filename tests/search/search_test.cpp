@@ -556,8 +556,9 @@ TEST(SearchMethods, AutoCclPretrainingEverywhereFindsEachCollectivesFastestPoint
 }
 
 TEST(SearchMethods, LagomIsNeverSlowerThanNccl) {
-  // Lagom can always keep NCCL's own choice, so whatever its walk does, the plan it returns is
-  // never slower than NCCL's, for every reading of Algorithm 2 and every space.
+  // Lagom can always keep NCCL's own choice (SearchRun gives NCCL's plan back when a walk ends
+  // slower), so the plan it returns is never slower than NCCL's, for every reading of
+  // Algorithm 2 and every space: this checks that guarantee, not the walk.
   for (int k : {1, 3}) {
     for (double flops : {1e10, 1e12}) {
       const traces::Workload w = chain(k, 8 * kMiB, flops);
@@ -586,24 +587,26 @@ TEST(SearchMethods, LagomIsNeverSlowerThanNccl) {
 
 // The lock-step walk's evaluation bound: NCCL's baseline (1), then per class one placement at
 // minimum resources and growth steps that each move every resource axis at least one grid
-// point up (an undone step ends the class or parks it until another class moves), then at most
-// one final check.
-std::int64_t lockstep_bound(const Evaluator& eval) {
-  std::int64_t bound = 2;
+// point up (an undone step ends the class), then at most one final check. With parking, a class
+// refused by the step guard retries once after each placement or accepted move: at most k more
+// evaluations per those.
+std::int64_t lockstep_bound(const Evaluator& eval, bool park) {
+  std::int64_t longest_sum = 0;
   for (const search::CollClass& c : eval.classes()) {
     std::size_t longest = 0;
     for (const search::Subspace& s : c.subspaces) {
       longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
     }
-    bound += static_cast<std::int64_t>(longest);
+    longest_sum += static_cast<std::int64_t>(longest);
   }
-  return bound;
+  const auto k = static_cast<std::int64_t>(eval.classes().size());
+  return 2 + longest_sum + (park ? k * (longest_sum + k) : 0);
 }
 
 // The per-axis walk's: every accepted move raises at least one grid index, so a class accepts
 // at most A_j = sum over axes of (points - 1) moves; each turn of a class costs at most 4
-// evaluations (3 axes, then all at once); a class parks at most once before the first
-// acceptance and once after each (any class's) acceptance; each class ends once.
+// evaluations (3 axes, then all at once); a class parks at most once after each placement or
+// acceptance (any class's); each class ends once.
 std::int64_t per_axis_bound(const Evaluator& eval, std::int64_t probes) {
   const auto k = static_cast<std::int64_t>(eval.classes().size());
   std::int64_t accepts = 0;
@@ -614,7 +617,7 @@ std::int64_t per_axis_bound(const Evaluator& eval, std::int64_t probes) {
     }
     accepts += static_cast<std::int64_t>(most);
   }
-  return 2 + probes + k + 4 * (accepts + k * (accepts + 1) + k);
+  return 2 + probes + k + 4 * (accepts + k * (accepts + k) + k);
 }
 
 std::int64_t subspace_probes(const Evaluator& eval) {
@@ -626,17 +629,18 @@ std::int64_t subspace_probes(const Evaluator& eval) {
 }
 
 TEST(SearchMethods, LockstepEvaluationsGrowLinearlyWithClasses) {
-  // With the bound above, evaluations <= 2 + sum_j L_j, i.e. <= 7k + 2 on the coarse --space
+  // Without parking, the bound above is 2 + sum_j L_j, i.e. <= 7k + 2 on the coarse --space
   // nccl grid (channels 1, 2, ..., 64): linear in k.
   std::vector<std::int64_t> evals;
   for (int k : {1, 2, 4, 8}) {
     const traces::Workload w = chain(k);
     Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
     ASSERT_EQ(eval.classes().size(), static_cast<std::size_t>(k));
-    const std::int64_t bound = lockstep_bound(eval);
+    const std::int64_t bound = lockstep_bound(eval, /*park=*/false);
     SearchOptions o;
     o.lagom_walk = search::LagomWalk::kLockstep;
     o.lagom_subspace = search::LagomSubspace::kNccl;
+    o.lagom_park = false;
     const SearchResult r = search::run_search(eval, o);
     evals.push_back(r.evaluations);
     std::cout << fmt::format("[ lagom evaluations ] k={}: {} (bound {})\n", k, r.evaluations,
@@ -666,11 +670,13 @@ TEST(SearchMethods, LagomVariantsKeepTheirBounds) {
             o.lagom_step = step;
             o.lagom_min_gain = min_gain;
             o.lagom_step_guard = guard;
-            const SearchResult r = search::run_search(eval, o);
             const std::int64_t probes = sub == search::LagomSubspace::kBest ? rounds : 0;
             const std::int64_t bound = walk == search::LagomWalk::kLockstep
-                                           ? lockstep_bound(eval) + probes
+                                           ? lockstep_bound(eval, true) + probes
                                            : per_axis_bound(eval, probes);
+            // A budget above the bound: the walk must end by itself, under the bound.
+            o.budget = bound + 10;
+            const SearchResult r = search::run_search(eval, o);
             EXPECT_LE(r.evaluations, bound)
                 << (walk == search::LagomWalk::kLockstep ? "lock-step" : "per-axis") << ", "
                 << (sub == search::LagomSubspace::kBest ? "best" : "nccl") << " subspace, "
@@ -691,8 +697,10 @@ TEST(SearchMethods, RoundRobinKeepsTheBoundAndTheGuarantee) {
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
   SearchOptions o;
   o.lagom_order = search::LagomOrder::kRoundRobin;
+  const std::int64_t bound = per_axis_bound(eval, subspace_probes(eval));
+  o.budget = bound + 10;  // the walk must end by itself, under the bound
   const SearchResult r = search::run_search(eval, o);
-  EXPECT_LE(r.evaluations, per_axis_bound(eval, subspace_probes(eval)));
+  EXPECT_LE(r.evaluations, bound);
   EXPECT_LE(r.step_time, r.nccl_step_time);
   EXPECT_EQ(r.choices.size(), eval.classes().size());
 }

@@ -65,8 +65,9 @@ struct SearchOptions {
   // moves one grid point of ~32, and at 1% the walk stalled short of NCCL's own resources on
   // the EP steps (docs/search.md §4 has the measurements).
   double lagom_min_gain = 0.002;
-  // Lagom: a step that lengthens the step (the makespan of the overlap groups) is undone and
-  // ends the class: past the balance point X = Y more resources only slow the computation.
+  // Lagom: a move that lengthens the step (the makespan of the overlap groups) is undone: past
+  // the balance point X = Y more resources only slow the computation. The class then parks
+  // (lagom_park) or ends.
   bool lagom_step_guard = true;
   // Lagom: a class whose every move the step guard refused (each shortened its communication
   // but lengthened the step) waits for another class to move and then tries again, instead of
