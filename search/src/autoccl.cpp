@@ -7,7 +7,8 @@
 // TUNER_TRAIN_STEPS, 20 and 50 by default):
 //  * pretrain: candidates at an even stride through the subspace's grid (stride sampling; with
 //    fewer points than samples, every point);
-//  * train: coordinate descent over (NC, NT, C) from the subspace's best point so far: along one
+//  * train: coordinate descent over (NC, NT, C) from the subspace's best point so far (in NCCL's
+//    subspace, NCCL's own config counts, measured by the native phase): along one
 //    axis and direction until a move stops helping, then the other direction, then the next
 //    axis; after a gain g the next move is max(1, round(0.8 g n)) points on an axis of n
 //    (AutoCCL's lr; its top-k cone sampling is one point per move here). A descent has
@@ -50,7 +51,8 @@ struct Descent {
   double best_sub_t = kInf;
   Point best;  // the class's best so far (NCCL's native config at first)
   double best_t = kInf;
-  std::vector<int> axes;  // axes with more than one point in this subspace
+  double native_t = kInf;  // NCCL's native config's time (the baseline evaluation)
+  std::vector<int> axes;   // axes with more than one point in this subspace
   std::size_t axis = 0;
   int dir = 1;
   int step = 1;
@@ -106,6 +108,14 @@ void enter_subspace(const CollClass& c, Descent& d, int pretrain, int train) {
   d.fails = 0;
   d.probes = 0;
   d.visited.clear();
+  // NCCL's own point, measured by the native phase: where a descent in NCCL's subspace may
+  // start (AutoCCL descends from the best point seen), at no second evaluation.
+  const Point native = nccl_point(c, sub);
+  if (config_of(c, native) == c.nccl) {
+    d.visited.insert(native);
+    d.best_sub = native;
+    d.best_sub_t = d.native_t;
+  }
 }
 
 void next_subspace(const CollClass& c, Descent& d, int pretrain, int train) {
@@ -172,7 +182,7 @@ std::optional<Point> propose(const CollClass& c, Descent& d, int pretrain, int t
       continue;
     }
     if (!d.origin) {
-      if (d.best_sub_t < kInf) {  // descend from the best pretrain sample
+      if (d.best_sub_t < kInf) {  // descend from the best point seen in the subspace
         d.origin = d.best_sub;
         d.origin_t = d.best_sub_t;
       } else {
@@ -262,6 +272,7 @@ Configs autoccl(SearchRun& run) {
     }
     // The native phase: NCCL's own config, measured in the baseline evaluation.
     ds[j].best_t = run.nccl_evaluation().comm_us[j] / c.calls;
+    ds[j].native_t = ds[j].best_t;
     enter_subspace(c, ds[j], o.autoccl_pretrain, o.autoccl_train);
   }
   auto current = [&]() {
