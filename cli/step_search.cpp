@@ -34,10 +34,11 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "through the tuner plugin, so the plan is applied exactly) or full (also threads and chunk "
       "per collective, as AutoCCL and the Lagom paper tune them on a patched NCCL)")(
       "lagom-subspace", po::value(&t.lagom_subspace)->default_value("best"),
-      "lagom: grow resources in NCCL's own algorithm/protocol (nccl) or in the fastest one at "
-      "NCCL's resources (best)")("no-contention",
-                                 "overlapping ops run as if alone (the searches then see no "
-                                 "interference)")(
+      "lagom: grow resources in NCCL's own algorithm/protocol (nccl), in the fastest one at "
+      "NCCL's resources (best), or walk every one and keep the best (all: one walk per "
+      "subspace)")("no-contention",
+                   "overlapping ops run as if alone (the searches then see no "
+                   "interference)")(
       "lagom-step", po::value(&t.lagom_step)->default_value("points"),
       "lagom: after a relative gain g, grow each resource by g grid points (points, at least "
       "one) or by g times the points on its axis (axis, AutoCCL's reading)")(
@@ -101,9 +102,11 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
     o.lagom_subspace = search::LagomSubspace::kNccl;
   } else if (t.lagom_subspace == "best") {
     o.lagom_subspace = search::LagomSubspace::kBest;
+  } else if (t.lagom_subspace == "all") {
+    o.lagom_subspace = search::LagomSubspace::kAll;
   } else {
     throw po::error(
-        fmt::format("--lagom-subspace must be nccl or best, got '{}'", t.lagom_subspace));
+        fmt::format("--lagom-subspace must be nccl, best or all, got '{}'", t.lagom_subspace));
   }
   if (t.lagom_walk == "lockstep") {
     o.lagom_walk = search::LagomWalk::kLockstep;

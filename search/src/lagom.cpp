@@ -1,6 +1,10 @@
 // The Lagom paper's search (arXiv 2602.20656, Algorithms 1 and 2) as a search method
 // (docs/search.md §4 has the readings of the paper's text and what each measured).
 //
+// With LagomSubspace::kAll the whole walk runs once per subspace index and the shortest step
+// wins (a subspace that is only fast with resources far from NCCL's, e.g. Tree with 16 KiB
+// chunks, is found at the cost of one walk per subspace).
+//
 // Algorithm 1 picks the unfinished class with the smallest H (or, in the round-robin ablation,
 // the next unfinished class in a fixed order); Algorithm 2 moves it one step. The first step
 // puts it at minimum resources (every grid index 0) in its subspace: NCCL's own (algorithm,
@@ -106,19 +110,12 @@ struct Try {
   Evaluation e;
 };
 
-}  // namespace
-
-Configs lagom(SearchRun& run) {
+// Algorithms 1 and 2 from every class's subspace in `ws`: the configurations the walk ends on
+// and their evaluation.
+std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
   const SearchOptions& o = run.options();
-  const std::size_t n = run.classes().size();
-  std::vector<Walk> ws(n);
-  Configs cfg(n);  // NCCL's until a class is placed
-  for (std::size_t j = 0; j < n; ++j) {
-    ws[j].sub = nccl_subspace(run.classes()[j]);
-  }
-  if (o.lagom_subspace == LagomSubspace::kBest) {
-    pick_subspaces(run, ws);
-  }
+  const std::size_t n = ws.size();
+  Configs cfg(n);                               // NCCL's until a class is placed
   Evaluation accepted = run.nccl_evaluation();  // measurements under the accepted configurations
   std::size_t last = n - 1;
   while (!run.spent(1000)) {
@@ -223,6 +220,48 @@ Configs lagom(SearchRun& run) {
       other.parked = false;  // the step changed: what lengthened it may not any more
     }
   }
+  return {cfg, accepted};
+}
+
+}  // namespace
+
+Configs lagom(SearchRun& run) {
+  const SearchOptions& o = run.options();
+  const std::size_t n = run.classes().size();
+  std::vector<Walk> ws(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    ws[j].sub = nccl_subspace(run.classes()[j]);
+  }
+  if (o.lagom_subspace == LagomSubspace::kAll) {
+    // One walk per subspace index (a class without that subspace walks in NCCL's); the walk
+    // that ends on the shortest step wins.
+    std::size_t rounds = 0;
+    for (const CollClass& c : run.classes()) {
+      rounds = std::max(rounds, c.subspaces.size());
+    }
+    std::optional<std::pair<Configs, Evaluation>> best;
+    for (std::size_t r = 0; r < rounds && !run.spent(1000); ++r) {
+      std::vector<Walk> from = ws;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (r < run.classes()[j].subspaces.size()) {
+          from[j].sub = static_cast<int>(r);
+        }
+      }
+      auto ended = walk(run, std::move(from));
+      if (!best || ended.second.step_time < best->second.step_time) {
+        best = std::move(ended);
+      }
+    }
+    if (!best) {
+      return Configs(n);
+    }
+    run.set_best(best->first, best->second);
+    return best->first;
+  }
+  if (o.lagom_subspace != LagomSubspace::kNccl) {
+    pick_subspaces(run, ws);
+  }
+  auto [cfg, accepted] = walk(run, std::move(ws));
   run.set_best(cfg, accepted);  // `accepted` is always the evaluation of `cfg`
   return cfg;
 }

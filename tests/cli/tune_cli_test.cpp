@@ -367,7 +367,7 @@ const BadCase kBadCases[] = {
     {"bad lagom subspace",
      cmd("compare", {"--lagom-subspace", "fastest"}),
      2,
-     {"--lagom-subspace must be nccl or best, got 'fastest'"}},
+     {"--lagom-subspace must be nccl, best or all, got 'fastest'"}},
     {"negative budget", cmd("tune", {"--budget", "-3"}), 2, {"--budget must be at least 1"}},
     {"lr scale out of range", cmd("tune", {"--lagom-lr-scale", "0"}), 2, {"--lagom-lr-scale"}},
     {"exhaustive over budget",

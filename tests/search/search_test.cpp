@@ -710,6 +710,23 @@ TEST(SearchMethods, LagomVariantsKeepTheirBounds) {
   }
 }
 
+TEST(SearchMethods, WalkingEverySubspaceIsNoWorseThanNcclsSubspace) {
+  // --lagom-subspace all runs the whole walk once per subspace index; with one class, one of
+  // those walks is the walk in NCCL's subspace, so its step is at most that walk's.
+  for (std::int64_t per_rank : {kMiB, 16 * kMiB}) {
+    const traces::Workload w = chain(1, per_rank, 1e11);
+    Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+    SearchOptions nccl_sub;
+    nccl_sub.lagom_subspace = search::LagomSubspace::kNccl;
+    SearchOptions all;
+    all.lagom_subspace = search::LagomSubspace::kAll;
+    const SearchResult a = search::run_search(eval, nccl_sub);
+    const SearchResult b = search::run_search(eval, all);
+    EXPECT_LE(b.step_time, a.step_time) << per_rank;
+    EXPECT_GT(b.evaluations, a.evaluations) << per_rank;  // a walk per subspace
+  }
+}
+
 TEST(SearchMethods, RoundRobinKeepsTheBoundAndTheGuarantee) {
   // The ablation differs from the priority walk only in the order: same bounds, and on a step
   // whose classes gain differently it may end elsewhere, never slower than NCCL.

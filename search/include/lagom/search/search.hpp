@@ -31,10 +31,10 @@ std::string_view to_string(Method m);
 // "nccl", "autoccl", "lagom", "exhaustive", "random" (case-insensitive).
 std::optional<Method> parse_method(std::string_view text);
 
-// Where Lagom's resource walk runs for each class: in NCCL's own (algorithm, protocol), or in
-// the subspace where the class is fastest at NCCL's resources (one extra evaluation per
-// subspace round).
-enum class LagomSubspace { kNccl, kBest };
+// Where Lagom's resource walk runs for each class: in NCCL's own (algorithm, protocol), in the
+// subspace where the class is fastest at NCCL's resources (one extra evaluation per subspace
+// round), or in each subspace in turn, one whole walk per subspace index, keeping the best.
+enum class LagomSubspace { kNccl, kBest, kAll };
 
 // How Lagom reads the paper's "NC += lr" on a grid: lr grid points (kPoints, so nearly always
 // one point), or lr as a fraction of the axis's points (kAxis, as AutoCCL's
