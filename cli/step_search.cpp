@@ -57,6 +57,9 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "autoccl-pretrain", po::value(&t.autoccl_pretrain)->default_value(20),
       "autoccl: pretrain samples per collective, shared by its subspaces (AutoCCL's "
       "TUNER_PRETRAIN_STEPS)")(
+      "autoccl-min-gain", po::value(&t.autoccl_min_gain)->default_value(0.0),
+      "autoccl: a candidate must be faster than the best so far by more than this fraction "
+      "(measurement noise on GPUs)")(
       "autoccl-train", po::value(&t.autoccl_train)->default_value(50),
       "autoccl: coordinate-descent steps per collective, shared by its subspaces "
       "(TUNER_TRAIN_STEPS)")(
@@ -140,6 +143,11 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
         "and {}",
         t.autoccl_pretrain, t.autoccl_train));
   }
+  if (!(t.autoccl_min_gain >= 0) || t.autoccl_min_gain >= 1) {
+    throw po::error(
+        fmt::format("--autoccl-min-gain must be in [0, 1), got {}", t.autoccl_min_gain));
+  }
+  o.autoccl_min_gain = t.autoccl_min_gain;
   o.autoccl_pretrain = t.autoccl_pretrain;
   o.autoccl_train = t.autoccl_train;
   return o;

@@ -29,6 +29,7 @@ struct TuneOptions {
   bool lagom_no_hidden_stop = false;
   int autoccl_pretrain = 20;
   int autoccl_train = 50;
+  double autoccl_min_gain = 0;
   std::int64_t budget = 0;
   std::uint64_t seed = 1;
   bool no_fold = false;

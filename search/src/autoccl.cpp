@@ -16,6 +16,9 @@
 //    TUNER_RETRY = 5 random restarts from unvisited points.
 //  * pruning: a subspace is dropped when its best is worse than 3x the class's best after 5
 //    probes, or worse than 1.5x after 10% of its train steps.
+// AutoCCL's code compares measured means strictly (autoccl_min_gain 0); a noise floor, as
+// Lagom's min gain, is an option (on FSDP it changes nothing: the channels AutoCCL pins beat
+// NCCL's by more than 1% in its own measure).
 // The objective is AutoCCL's: each class's own mean call time as measured in the step, i.e.
 // under interference from whatever else runs (the kernel time its CUDA events measure). Every
 // evaluation moves every unfinished class once, as online tuning measures every workload in the
@@ -222,7 +225,12 @@ std::optional<Point> propose(const CollClass& c, Descent& d, int pretrain, int t
   return std::nullopt;
 }
 
-void report(const CollClass& c, Descent& d, const Point& p, double t) {
+// `t` beats `than` when shorter by more than the noise floor `min_gain` (a fraction).
+bool beats(double t, double than, double min_gain) {
+  return t < than * (1 - min_gain);
+}
+
+void report(const CollClass& c, Descent& d, const Point& p, double t, double min_gain) {
   d.visited.insert(p);
   ++d.probes;
   if (!d.sampling) {
@@ -231,7 +239,7 @@ void report(const CollClass& c, Descent& d, const Point& p, double t) {
       d.probing_origin = false;
       d.origin = p;
       d.origin_t = t;
-    } else if (t < d.origin_t) {
+    } else if (beats(t, d.origin_t, min_gain)) {
       const double gain = (d.origin_t - t) / d.origin_t;
       d.origin = p;
       d.origin_t = t;
@@ -243,11 +251,11 @@ void report(const CollClass& c, Descent& d, const Point& p, double t) {
       turn(d);
     }
   }
-  if (t < d.best_sub_t) {
+  if (beats(t, d.best_sub_t, min_gain)) {
     d.best_sub_t = t;
     d.best_sub = p;
   }
-  if (t < d.best_t) {
+  if (beats(t, d.best_t, min_gain)) {
     d.best_t = t;
     d.best = p;
   }
@@ -299,7 +307,8 @@ Configs autoccl(SearchRun& run) {
     for (std::size_t j = 0; j < n; ++j) {
       if (ds[j].pending) {
         const double before = ds[j].best_t;
-        report(run.classes()[j], ds[j], *ds[j].pending, e.comm_us[j] / run.classes()[j].calls);
+        report(run.classes()[j], ds[j], *ds[j].pending, e.comm_us[j] / run.classes()[j].calls,
+               o.autoccl_min_gain);
         native_best[j] = native_best[j] && !(ds[j].best_t < before);
       }
     }

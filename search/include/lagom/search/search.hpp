@@ -82,6 +82,9 @@ struct SearchOptions {
   // defaults), shared evenly by the class's subspaces.
   int autoccl_pretrain = 20;
   int autoccl_train = 50;
+  // AutoCCL: a candidate must beat the best so far by more than this fraction (0: strictly, as
+  // its code compares measured means).
+  double autoccl_min_gain = 0;
   LagomOrder lagom_order = LagomOrder::kPriority;
 };
 
