@@ -4,6 +4,7 @@
     python3 docs/table2.py build/bin/lagom > /tmp/table2.md      # every row (about an hour)
     python3 docs/table2.py build/bin/lagom --only fsdp,ep         # the fast rows
     python3 docs/table2.py build/bin/lagom --ablation             # §3b, the search ablations
+    python3 docs/table2.py build/bin/lagom --breakdown            # §2, Phi-2 FSDP's collectives
     python3 docs/table2.py build/bin/lagom --predictions          # docs/VALIDATION.md §3
 
 Each row is one `lagom compare ... --json` (commands printed beside the tables); the runs are
@@ -124,12 +125,44 @@ def ablation(lagom, families, raw):
         sys.stdout.flush()
 
 
+def breakdown(lagom):
+    """RESULTS.md §2: Phi-2 FSDP on one node of cluster A, the per-layer all-gather and
+    reduce-scatter under NCCL, AutoCCL and Lagom (the paper's Figure 8a/b)."""
+    w = WORKLOADS[0]
+    assert w[1:3] == ("phi-2", "fsdp=8")
+
+    def cfg(c, full):
+        k = c["config"]
+        s = f"NC {k['nchannels']}"
+        return s + (f", NT {k['nthreads']}, C {k['chunk_bytes'] // 1024} KiB" if full else "")
+
+    print("| baseline, space | | NCCL | AutoCCL | Lagom |\n|---|---|---|---|---|")
+    for label, space, env in (("2 channels, `nccl`", "nccl", []),
+                              ("8 channels, `nccl`", "nccl", ["--nccl-env", "NCCL_MIN_CTAS=8"]),
+                              ("2 channels, `full`", "full", []),
+                              ("8 channels, `full`", "full", ["--nccl-env", "NCCL_MIN_CTAS=8"])):
+        r = compare(lagom, w, "a40-nvlink", space, ["nccl", "autoccl", "lagom"], env, None)
+        full = space == "full"
+        for coll, calls, name in (("AllGather", 60, "all-gather"),
+                                  ("ReduceScatter", 30, "reduce-scatter")):
+            c = {m: next(x for x in r[m]["plan"] if x["coll"] == coll and x["calls"] == calls)
+                 for m in ("nccl", "autoccl", "lagom")}
+            cells = [f"{cfg(c[m], full)}: {c[m]['time_us'] / 1e3:.2f} ms"
+                     for m in ("nccl", "autoccl", "lagom")]
+            print(f"| {label if name == 'all-gather' else ''} | {name} | " + " | ".join(cells) + " |")
+        step = lambda m: (f"{r[m]['step_time_us'] / 1e3:,.1f} ms"
+                          + ("" if m == "nccl" else f" ({r[m]['speedup_vs_nccl']:.3f}x)"))
+        print(f"| | step | {step('nccl')} | {step('autoccl')} | {step('lagom')} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("lagom")
     ap.add_argument("--only", default="fsdp,tp,ep")
     ap.add_argument("--raw")
     ap.add_argument("--no-min-ctas", action="store_true", help="skip table 1b")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="print docs/RESULTS.md §2 (Phi-2 FSDP's collectives) instead")
     ap.add_argument("--ablation", action="store_true",
                     help="print docs/RESULTS.md §3b (the ablations of Lagom's search) instead")
     ap.add_argument("--predictions", action="store_true",
@@ -143,6 +176,9 @@ def main():
         pathlib.Path(a.raw).mkdir(parents=True, exist_ok=True)
     if a.ablation:
         ablation(a.lagom, families, a.raw)
+        return
+    if a.breakdown:
+        breakdown(a.lagom)
         return
     header = ("| workload | GPUs | cluster | NCCL step (ms) | AutoCCL | Lagom | AutoCCL, full | "
               "Lagom, full | random, full | evaluations A / L (A / L / R full) |")
