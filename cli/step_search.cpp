@@ -163,14 +163,22 @@ bool parse_step_options(const std::vector<std::string>& args, po::options_descri
   return parse_command_line(args, desc, vm);
 }
 
-std::vector<search::Method> methods_of(const std::string& list) {
-  std::vector<search::Method> ms;
+std::vector<std::string> method_names(const std::string& list) {
+  std::vector<std::string> names;
   std::stringstream in(list);
   for (std::string name; std::getline(in, name, ',');) {
-    ms.push_back(method_of(name));
+    names.push_back(name);
   }
-  if (ms.empty()) {
+  if (names.empty()) {
     throw po::error("--methods lists no method");
+  }
+  return names;
+}
+
+std::vector<search::Method> methods_of(const std::string& list) {
+  std::vector<search::Method> ms;
+  for (const std::string& name : method_names(list)) {
+    ms.push_back(method_of(name));
   }
   return ms;
 }

@@ -46,6 +46,8 @@ bool parse_step_options(const std::vector<std::string>& args,
                         boost::program_options::variables_map& vm);
 
 search::Method method_of(const std::string& name);
+// "nccl,autoccl,lagom" -> the names; boost::program_options::error for an empty list.
+std::vector<std::string> method_names(const std::string& list);
 // "nccl,autoccl,lagom" -> methods; boost::program_options::error for an unknown or empty list.
 std::vector<search::Method> methods_of(const std::string& list);
 
