@@ -148,6 +148,11 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
         fmt::format("--autoccl-min-gain must be in [0, 1), got {}", t.autoccl_min_gain));
   }
   o.autoccl_min_gain = t.autoccl_min_gain;
+  // Long searches (random and exhaustive on TP steps take minutes) say how far they are.
+  o.progress = [m, budget = t.budget](std::int64_t done, double seconds) {
+    fmt::print(stderr, "lagom: {}: {} evaluations{} in {:.0f} s\n", search::to_string(m), done,
+               budget > 0 ? fmt::format(" of at most {}", budget) : "", seconds);
+  };
   o.autoccl_pretrain = t.autoccl_pretrain;
   o.autoccl_train = t.autoccl_train;
   return o;

@@ -9,6 +9,13 @@ Evaluation SearchRun::evaluate(const Configs& configs) {
   last_ = eval_.evaluate(configs);
   last_configs_ = configs;
   ++evaluations_;
+  if (o_.progress) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_report_ >= std::chrono::duration<double>(o_.progress_every_s)) {
+      last_report_ = now;
+      o_.progress(evaluations_, std::chrono::duration<double>(now - start_).count());
+    }
+  }
   return last_;
 }
 
@@ -22,6 +29,7 @@ void SearchRun::keep_best(const Configs& cfg) {
 
 SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool never_slower) {
   const auto t0 = std::chrono::steady_clock::now();
+  start_ = last_report_ = t0;
   const Configs nccl(classes_.size());
   nccl_eval_ = evaluate(nccl);
   best_configs_ = nccl;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <compare>
 #include <limits>
 #include <optional>
@@ -119,6 +120,8 @@ class SearchRun {
   Evaluation best_;  // the best evaluation so far (oracles) or the walk's last accepted (lagom)
   Configs best_configs_;  // and its configurations; NCCL's before any
   std::int64_t evaluations_ = 0;
+  std::chrono::steady_clock::time_point start_;        // of run()
+  std::chrono::steady_clock::time_point last_report_;  // progress
 };
 
 // The methods (docs/search.md).

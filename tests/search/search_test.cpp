@@ -742,6 +742,31 @@ TEST(SearchMethods, RoundRobinKeepsTheBoundAndTheGuarantee) {
   EXPECT_EQ(r.choices.size(), eval.classes().size());
 }
 
+TEST(SearchMethods, LongSearchesReportProgress) {
+  // The CLI prints these on stderr every 5 s of a long search; here every evaluation reports.
+  const traces::Workload w = chain(2, 4 * kMiB, 1e11);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  std::vector<std::int64_t> seen;
+  SearchOptions o;
+  o.method = Method::kRandom;
+  o.budget = 30;
+  o.progress_every_s = 0;
+  o.progress = [&](std::int64_t done, double seconds) {
+    EXPECT_GE(seconds, 0);
+    seen.push_back(done);
+  };
+  const SearchResult r = search::run_search(eval, o);
+  ASSERT_EQ(static_cast<std::int64_t>(seen.size()), r.evaluations);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i], static_cast<std::int64_t>(i) + 1);
+  }
+  // A search shorter than the reporting period reports nothing.
+  seen.clear();
+  o.progress_every_s = 3600;
+  search::run_search(eval, o);
+  EXPECT_TRUE(seen.empty());
+}
+
 TEST(SearchMethods, SameInputsGiveByteIdenticalPlans) {
   const traces::Workload w = chain(3, 4 * kMiB, 1e11);
   for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kRandom}) {

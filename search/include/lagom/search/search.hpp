@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,6 +87,10 @@ struct SearchOptions {
   // its code compares measured means).
   double autoccl_min_gain = 0;
   LagomOrder lagom_order = LagomOrder::kPriority;
+  // Called with the evaluations so far and the seconds since the search began, at most once
+  // every progress_every_s seconds of a long search (none for a search shorter than that).
+  std::function<void(std::int64_t evaluations, double seconds)> progress;
+  double progress_every_s = 5;
 };
 
 struct ClassChoice {
