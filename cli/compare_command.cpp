@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <iostream>
@@ -19,6 +18,7 @@
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
+#include "lagom/common/text.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/search/plan.hpp"
 #include "lagom/search/search.hpp"
@@ -48,6 +48,7 @@ struct CompareMethod {
   search::LagomOrder order = search::LagomOrder::kPriority;
   std::vector<std::string> nccl_env;  // added to --nccl-env
   int k = 0;                          // fixed-nc and nccl-max-ctas: channels
+  bool fixed_channels = false;        // fixed-nc: every collective on exactly k CTAs
 };
 
 // "fixed-nc:8" -> 8; po::error unless K is a whole number in [1, 64] (NCCL's MAXCHANNELS).
@@ -63,10 +64,7 @@ int channels_of(const std::string& spec, std::string_view value) {
 }
 
 CompareMethod compare_method_of(const std::string& spec) {
-  std::string s = spec;
-  for (char& ch : s) {
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
+  const std::string s = ascii_lower(spec);
   CompareMethod m;
   m.label = s;
   if (s == "lagom-roundrobin") {
@@ -79,7 +77,8 @@ CompareMethod compare_method_of(const std::string& spec) {
   if ((name == "fixed-nc" || name == "nccl-max-ctas") && colon != std::string::npos) {
     m.k = channels_of(spec, std::string_view(s).substr(colon + 1));
     m.label = fmt::format("{}:{}", name, m.k);
-    if (name == "fixed-nc") {
+    m.fixed_channels = name == "fixed-nc";
+    if (m.fixed_channels) {
       m.nccl_env.push_back(fmt::format("NCCL_MIN_CTAS={}", m.k));
     }
     m.nccl_env.push_back(fmt::format("NCCL_MAX_CTAS={}", m.k));
@@ -111,7 +110,7 @@ SearchSetup ablation_setup(const CompareMethod& m, const SearchSetup& base,
                            const WorkloadInput& input, HardwareOptions hw, const ModelOptions& mo,
                            const TuneOptions& t, const po::variables_map& vm) {
   const int sms = static_cast<int>(base.step->hardware->profile.gpu.sms.value);
-  if (m.nccl_env.size() > 1 && m.k > sms) {  // fixed-nc: every collective on K CTAs
+  if (m.fixed_channels && m.k > sms) {  // a cap (nccl-max-ctas) may exceed the SMs
     throw Error(fmt::format("method '{}': {} channels is more than the {} SMs of a {} GPU", m.label,
                             m.k, sms, base.step->hardware->profile.name));
   }
@@ -161,26 +160,24 @@ int compare_command(const std::vector<std::string>& args) {
   // NCCL's own choice on the step as given: what every row's speedup is over.
   const search::SearchResult nccl =
       search::run_search(*s.eval, search_options(t, search::Method::kNccl));
-  std::vector<SearchSetup> ablations;  // the NCCL ablations' own steps
-  ablations.reserve(ms.size());
-  std::vector<std::pair<const SearchSetup*, search::SearchResult>> results;
+  std::vector<search::SearchResult> results;  // by method; every plan is over s's classes
   for (const CompareMethod& m : ms) {
     if (!m.nccl_env.empty()) {
-      ablations.push_back(ablation_setup(m, s, input, hw, mo, t, vm));
+      const SearchSetup ablation = ablation_setup(m, s, input, hw, mo, t, vm);
       search::SearchResult r =
-          search::run_search(*ablations.back().eval, search_options(t, search::Method::kNccl));
+          search::run_search(*ablation.eval, search_options(t, search::Method::kNccl));
       // Speedups and per-class NCCL times are over NCCL on the step as given.
       r.nccl_step_time = nccl.nccl_step_time;
       for (std::size_t j = 0; j < r.choices.size(); ++j) {
         r.choices[j].nccl_time_us = nccl.choices[j].nccl_time_us;
       }
-      results.emplace_back(&s, std::move(r));
+      results.push_back(std::move(r));
       continue;
     }
     // Each method gets a fresh evaluator count; the step and its classes are shared.
     search::SearchOptions o = search_options(t, m.method);
     o.lagom_order = m.order;
-    results.emplace_back(&s, search::run_search(*s.eval, o));
+    results.push_back(search::run_search(*s.eval, o));
   }
   const std::vector<std::size_t> top = dominant(*s.eval, nccl);
   const std::size_t shown = std::min<std::size_t>(3, top.size());
@@ -189,14 +186,14 @@ int compare_command(const std::vector<std::string>& args) {
     j["context"] = context_json(s, "compare");
     auto& rows = j["rows"] = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& [setup, r] = results[i];
+      const search::SearchResult& r = results[i];
       nlohmann::ordered_json row;
       row["method"] = ms[i].label;
       row["step_time_us"] = r.step_time.us();
       row["speedup_vs_nccl"] = r.nccl_step_time.us() / r.step_time.us();
       row["evaluations"] = r.evaluations;
       row["search_ms"] = r.search_ms;
-      row["plan"] = classes_json(*setup->eval, r);
+      row["plan"] = classes_json(*s.eval, r);
       rows.push_back(std::move(row));
     }
     std::cout << j.dump(1) << "\n";
@@ -224,7 +221,7 @@ int compare_command(const std::vector<std::string>& args) {
   };
   print_row(header);
   for (std::size_t m = 0; m < results.size(); ++m) {
-    const search::SearchResult& r = results[m].second;
+    const search::SearchResult& r = results[m];
     std::string row =
         fmt::format("{:<{}} {:>16} {:>7.3f}x {:>6} {:>10.0f}", ms[m].label, width,
                     format_us(r.step_time.count_ns()), r.nccl_step_time.us() / r.step_time.us(),

@@ -66,10 +66,6 @@ struct Descent {
   bool done = false;
 };
 
-std::size_t grid_size(const Subspace& s) {
-  return s.channels.size() * s.threads.size() * s.chunks.size();
-}
-
 Point point_at(const Subspace& s, int sub, std::size_t flat) {
   const std::size_t nt = s.threads.size();
   const std::size_t nc = s.chunks.size();
@@ -83,7 +79,7 @@ void enter_subspace(const CollClass& c, Descent& d, int pretrain, int train) {
   const Subspace& s = c.subspaces[static_cast<std::size_t>(sub)];
   const int nsub = static_cast<int>(d.order.size());
   d.samples.clear();
-  const std::size_t size = grid_size(s);
+  const std::size_t size = s.size();
   const std::size_t want = static_cast<std::size_t>(std::max(0, pretrain / nsub));
   if (want > 0 && size > 0) {
     const std::size_t n = std::min(want, size);
@@ -143,7 +139,7 @@ void turn(Descent& d) {
 // A random unvisited point of the subspace, or nullopt when every point was visited.
 std::optional<Point> restart_point(const Subspace& s, int sub, const Descent& d,
                                    std::mt19937_64& rng) {
-  const std::size_t size = grid_size(s);
+  const std::size_t size = s.size();
   if (d.visited.size() >= size) {
     return std::nullopt;
   }

@@ -53,13 +53,19 @@ int step_points(const SearchOptions& o, double lr, int size) {
   return std::max(1, static_cast<int>(std::lround(lr * o.lagom_lr_scale * points)));
 }
 
-// Each class's fastest subspace at NCCL's resources: one evaluation per subspace index.
-void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
-  const std::size_t n = ws.size();
+// The most subspaces any class has: the rounds that visit every class's every subspace.
+std::size_t subspace_rounds(const SearchRun& run) {
   std::size_t rounds = 0;
   for (const CollClass& c : run.classes()) {
     rounds = std::max(rounds, c.subspaces.size());
   }
+  return rounds;
+}
+
+// Each class's fastest subspace at NCCL's resources: one evaluation per subspace index.
+void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
+  const std::size_t n = ws.size();
+  const std::size_t rounds = subspace_rounds(run);
   std::vector<double> best(n, kInf);
   for (std::size_t r = 0; r < rounds && rounds > 1 && !run.spent(1000); ++r) {
     Configs probe(n);
@@ -104,6 +110,14 @@ std::size_t next_class(const std::vector<Walk>& ws, LagomOrder order, std::size_
   return j;
 }
 
+// The step changed (a placement or an accepted move): what lengthened it may not any more, so
+// every parked class tries again.
+void unpark(std::vector<Walk>& ws) {
+  for (Walk& w : ws) {
+    w.parked = false;
+  }
+}
+
 struct Try {
   std::array<int, 3> idx;
   int axis = -1;  // the axis moved (-1: all, lock-step)
@@ -133,9 +147,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       w.placed = true;
       w.done = o.lagom_hidden_stop &&
                accepted.group_comm_us[j] < accepted.group_compute_us[j];  // condition 1
-      for (Walk& other : ws) {
-        other.parked = false;  // the step changed
-      }
+      unpark(ws);
       continue;
     }
     const double x = accepted.comm_us[j];
@@ -216,9 +228,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - x_new);
     }
     accepted = e;
-    for (Walk& other : ws) {
-      other.parked = false;  // the step changed: what lengthened it may not any more
-    }
+    unpark(ws);
   }
   return {cfg, accepted};
 }
@@ -235,10 +245,7 @@ Configs lagom(SearchRun& run) {
   if (o.lagom_subspace == LagomSubspace::kAll) {
     // One walk per subspace index (a class without that subspace walks in NCCL's); the walk
     // that ends on the shortest step wins.
-    std::size_t rounds = 0;
-    for (const CollClass& c : run.classes()) {
-      rounds = std::max(rounds, c.subspaces.size());
-    }
+    const std::size_t rounds = subspace_rounds(run);
     std::optional<std::pair<Configs, Evaluation>> best;
     for (std::size_t r = 0; r < rounds && !run.spent(1000); ++r) {
       std::vector<Walk> from = ws;

@@ -12,6 +12,7 @@
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/json_reader.hpp"
+#include "lagom/common/text.hpp"
 
 namespace lagom::search {
 
@@ -182,14 +183,6 @@ PlanContext parse_context(const json& v) {
   return c;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) {
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
-  return out;
-}
-
 // The example plugin's tokens: "allreduce", "ring", "ll128", "collnet_direct", "nvls_tree".
 std::string csv_algo(nccl::Algorithm a) {
   switch (a) {
@@ -200,7 +193,7 @@ std::string csv_algo(nccl::Algorithm a) {
     case nccl::Algorithm::kNvlsTree:
       return "nvls_tree";
     default:
-      return lower(nccl::to_string(a));
+      return ascii_lower(nccl::to_string(a));
   }
 }
 
@@ -258,7 +251,7 @@ void write_plan_json(const ConfigPlan& plan, std::ostream& out) {
   auto& rules = j["rules"] = nlohmann::ordered_json::array();
   for (const PlanRule& r : plan.rules) {
     nlohmann::ordered_json jr;
-    jr["coll"] = lower(nccl::to_string(r.coll));
+    jr["coll"] = ascii_lower(nccl::to_string(r.coll));
     jr["min_bytes"] = r.min_bytes;
     jr["max_bytes"] = r.max_bytes;
     jr["nnodes"] = r.nnodes;
@@ -315,7 +308,7 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
     if (!nccl::is_tuned(r.coll)) {
       out << fmt::format(
           "# skipped: {} {}..{} bytes (NCCL's p2p path, not seen by tuner plugins)\n",
-          lower(nccl::to_string(r.coll)), r.min_bytes, r.max_bytes);
+          ascii_lower(nccl::to_string(r.coll)), r.min_bytes, r.max_bytes);
       continue;
     }
     // What the line says: the rule's own choice, else NCCL's as the search saw it.
@@ -324,19 +317,19 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
       out << fmt::format(
           "# skipped: {} {}..{} bytes leaves algorithm, protocol or channels to NCCL and the plan "
           "does not record NCCL's choice\n",
-          lower(nccl::to_string(r.coll)), r.min_bytes, r.max_bytes);
+          ascii_lower(nccl::to_string(r.coll)), r.min_bytes, r.max_bytes);
       continue;
     }
     const nccl::Algorithm algo = r.algo ? *r.algo : r.nccl->algo;
     const nccl::Protocol proto = r.proto ? *r.proto : r.nccl->proto;
     const int channels = r.nchannels > 0 ? r.nchannels : r.nccl->nchannels;
-    out << fmt::format("{},{},{},{},{},{},{},{}\n", lower(nccl::to_string(r.coll)), r.min_bytes,
-                       r.max_bytes, csv_algo(algo), lower(nccl::to_string(proto)), channels,
-                       r.nnodes, r.nranks);
+    out << fmt::format("{},{},{},{},{},{},{},{}\n", ascii_lower(nccl::to_string(r.coll)),
+                       r.min_bytes, r.max_bytes, csv_algo(algo),
+                       ascii_lower(nccl::to_string(proto)), channels, r.nnodes, r.nranks);
     if (r.nccl) {
       // Weighted by the calls the rule covers (1 when the plan does not say).
       seen[r.coll][fmt::format("{},{},{}", csv_algo(r.nccl->algo),
-                               lower(nccl::to_string(r.nccl->proto)), r.nccl->nchannels)] +=
+                               ascii_lower(nccl::to_string(r.nccl->proto)), r.nccl->nchannels)] +=
           std::max(1, r.calls);
     }
   }
@@ -349,7 +342,8 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
     const auto best =
         std::max_element(choices.begin(), choices.end(),
                          [](const auto& a, const auto& b) { return a.second < b.second; });
-    out << fmt::format("{},0,{},{},-1,-1\n", lower(nccl::to_string(coll)), kMaxBytes, best->first);
+    out << fmt::format("{},0,{},{},-1,-1\n", ascii_lower(nccl::to_string(coll)), kMaxBytes,
+                       best->first);
   }
 }
 

@@ -2,9 +2,9 @@
 // lives in its own file behind internal::SearchRun (run.hpp).
 #include "lagom/search/search.hpp"
 
-#include <cctype>
 #include <string>
 
+#include "lagom/common/text.hpp"
 #include "run.hpp"
 
 namespace lagom::search {
@@ -53,10 +53,7 @@ std::string_view to_string(Method m) {
 }
 
 std::optional<Method> parse_method(std::string_view text) {
-  std::string s(text);
-  for (char& ch : s) {
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
+  const std::string s = ascii_lower(text);
   for (const MethodEntry& e : kMethods) {
     if (s == e.name) {
       return e.method;
