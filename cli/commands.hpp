@@ -22,5 +22,6 @@ int tune_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
 int validate_command(const std::vector<std::string>& args);
 int sensitivity_command(const std::vector<std::string>& args);
+int reproduce_command(const std::vector<std::string>& args);
 
 }  // namespace lagom::cli

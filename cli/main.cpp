@@ -39,6 +39,9 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::compare_command},
     {"sensitivity", "rerun a comparison with each unmeasured profile number scaled",
      lagom::cli::sensitivity_command},
+    {"reproduce",
+     "run the Lagom paper's experiments (fig3, fig5, fig7, fig8, table2) with verdicts",
+     lagom::cli::reproduce_command},
     {"validate", "compare a step measured on GPUs (lagom-validate) with its simulation",
      lagom::cli::validate_command},
 };

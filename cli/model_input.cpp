@@ -49,7 +49,15 @@ bool model_requested(const ModelOptions& opts, const po::variables_map& vm) {
   return false;
 }
 
-models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node) {
+namespace {
+
+struct Prepared {
+  models::ModelSpec model;
+  models::Parallelism par;
+  models::TrainingConfig cfg;
+};
+
+Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
   if (opts.parallel.empty()) {
     throw Error("--model needs --parallel (e.g. \"fsdp=16\" or \"tp=8,dp=2\")");
   }
@@ -87,7 +95,19 @@ models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, 
                           "per node",
                           par.world(), per)));
   }
-  return models::generate_step(model, par, cfg, opts.gpu_memory_bytes);
+  return {model, par, cfg};
+}
+
+}  // namespace
+
+models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node) {
+  const Prepared p = prepare(opts, gpus, gpus_per_node);
+  return models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
+}
+
+models::MemoryEstimate memory_from_options(const ModelOptions& opts) {
+  const Prepared p = prepare(opts, 0, 1);
+  return models::estimate_memory(p.model, p.par, p.cfg);
 }
 
 }  // namespace lagom::cli

@@ -28,6 +28,9 @@ void add_model_options(boost::program_options::options_description& desc, ModelO
 // (the cluster's); lagom::Error otherwise, saying which --nodes would fit.
 models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node);
 
+// The per-GPU memory estimate of the step the options describe, without generating it.
+models::MemoryEstimate memory_from_options(const ModelOptions& opts);
+
 // Whether the command line asked for a generated step; boost::program_options::error when an
 // option that only makes sense with one (--parallel, --gbs, --seq, ...) comes without --model.
 bool model_requested(const ModelOptions& opts, const boost::program_options::variables_map& vm);

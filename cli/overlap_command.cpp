@@ -20,6 +20,7 @@
 #include "lagom/models/kernels.hpp"
 #include "lagom/sim/simulation.hpp"
 #include "lagom/traces/execution_graph.hpp"
+#include "overlap_bench.hpp"
 #include "report.hpp"
 
 namespace lagom::cli {
@@ -29,86 +30,6 @@ namespace po = boost::program_options;
 namespace {
 
 using models::Kernel;
-
-constexpr int kBf16 = 2;  // bytes per element
-
-// An activation over `elems` bf16 values (read once, written once), a handful of operations
-// each, as the step generators emit it.
-Kernel activation(double elems) {
-  return models::stream(traces::ComputeClass::kElementwise, elems, 8, 1, 1, kBf16);
-}
-
-// "gemm:m=8192,n=8192,k=8192" | "ffn:tokens=4096,hidden=2560,ffn=10240" |
-// "elementwise:elems=1e8"; any of them with ",repeat=N".
-std::vector<Kernel> parse_compute(const std::string& spec) {
-  const auto colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon);
-  std::map<std::string, double> args;
-  if (colon != std::string::npos) {
-    std::stringstream in(spec.substr(colon + 1));
-    std::string item;
-    while (std::getline(in, item, ',')) {
-      const auto eq = item.find('=');
-      if (eq == std::string::npos) {
-        throw Error(fmt::format("--compute '{}': '{}' is not key=value", spec, item));
-      }
-      const std::string key = item.substr(0, eq);
-      const std::string val = item.substr(eq + 1);
-      char* end = nullptr;
-      const double v = std::strtod(val.c_str(), &end);
-      if (end == val.c_str() || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
-        throw Error(
-            fmt::format("--compute '{}': {} must be a positive number, got '{}'", spec, key, val));
-      }
-      args[key] = v;
-    }
-  }
-  auto need = [&](const char* key) {
-    auto it = args.find(key);
-    if (it == args.end()) {
-      throw Error(fmt::format("--compute '{}': missing {}=", spec, key));
-    }
-    const double v = it->second;
-    args.erase(it);
-    return v;
-  };
-  double repeat = 1;
-  if (auto it = args.find("repeat"); it != args.end()) {
-    repeat = it->second;
-    args.erase(it);
-    if (repeat != std::floor(repeat) || repeat > 1000) {
-      throw Error(fmt::format("--compute '{}': repeat must be a whole number up to 1000", spec));
-    }
-  }
-  std::vector<Kernel> one;
-  if (kind == "gemm") {
-    const double m = need("m");
-    const double n = need("n");
-    const double k = need("k");
-    one.push_back(models::gemm(m, n, k, kBf16));
-  } else if (kind == "ffn") {
-    // A transformer MLP block: up-projection, activation, down-projection.
-    const double tokens = need("tokens");
-    const double hidden = need("hidden");
-    const double ffn = need("ffn");
-    one.push_back(models::gemm(tokens, ffn, hidden, kBf16));
-    one.push_back(activation(tokens * ffn));
-    one.push_back(models::gemm(tokens, hidden, ffn, kBf16));
-  } else if (kind == "elementwise") {
-    one.push_back(activation(need("elems")));
-  } else {
-    throw Error(
-        fmt::format("--compute '{}': unknown kernel '{}' (gemm, ffn, elementwise)", spec, kind));
-  }
-  if (!args.empty()) {
-    throw Error(fmt::format("--compute '{}': unknown parameter '{}'", spec, args.begin()->first));
-  }
-  std::vector<Kernel> out;
-  for (int r = 0; r < static_cast<int>(repeat); ++r) {
-    out.insert(out.end(), one.begin(), one.end());
-  }
-  return out;
-}
 
 std::vector<std::int64_t> parse_list(const std::string& text, const char* what, bool bytes) {
   std::vector<std::int64_t> out;
@@ -134,58 +55,6 @@ std::vector<std::int64_t> parse_list(const std::string& text, const char* what, 
     throw Error(fmt::format("{} needs at least one value", what));
   }
   return out;
-}
-
-struct Point {
-  double comm_us = 0;
-  double compute_us = 0;
-  double makespan_us = 0;
-};
-
-// One simulation: the collective on every rank's "comm" stream and/or the kernels on every rank's
-// "compute" stream, all starting at time 0.
-Point run(const Hardware& h, int nranks, traces::OpKind coll, std::int64_t bytes,
-          const nccl::ConfigOverride& pin, const std::vector<Kernel>& kernels, bool with_comm,
-          bool with_compute) {
-  traces::WorkloadBuilder b(static_cast<std::uint32_t>(nranks));
-  std::vector<traces::Rank> all(static_cast<std::size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) {
-    all[static_cast<std::size_t>(r)] = static_cast<traces::Rank>(r);
-  }
-  const traces::GroupId g = b.add_group("all", all);
-  for (int r = 0; r < nranks; ++r) {
-    const auto rank = static_cast<traces::Rank>(r);
-    if (with_compute) {
-      const traces::StreamId s = b.add_stream(rank, "compute");
-      for (const Kernel& k : kernels) {
-        const traces::OpId op =
-            b.add_op(s, traces::OpSpec{traces::OpKind::kCompute, static_cast<std::int64_t>(k.bytes),
-                                       traces::kNoGroup, traces::kNoPeer, traces::kNoDuration});
-        b.set_compute_shape(op, k.shape);
-      }
-    }
-    if (with_comm) {
-      const traces::StreamId s = b.add_stream(rank, "comm");
-      const traces::OpId op =
-          b.add_op(s, traces::OpSpec{coll, bytes, g, traces::kNoPeer, traces::kNoDuration});
-      b.pin_config(op, pin);
-    }
-  }
-  const traces::Workload w = std::move(b).build("lagom overlap");
-  sim::Simulation simulation(w, h.cluster, h.profile);
-  const sim::SimResult r = simulation.run();
-  Point p;
-  p.makespan_us = r.step_time.us();
-  for (traces::StreamId s = w.first_stream(0); s < w.last_stream(0); ++s) {
-    const traces::Stream& st = w.stream(s);
-    if (st.op_count == 0) {
-      continue;
-    }
-    const Time begin = r.ops[st.first_op].start;
-    const Time end = r.ops[st.first_op + st.op_count - 1].end;
-    (st.name == "comm" ? p.comm_us : p.compute_us) = (end - begin).us();
-  }
-  return p;
 }
 
 }  // namespace
@@ -273,35 +142,36 @@ int overlap_command(const std::vector<std::string>& args) {
     base.proto = nccl::protocol_named(proto);
   }
   base.nthreads = nthreads;
-  const Point compute_alone = run(h, nranks, *kind, bytes, base, kernels, false, true);
+  const std::vector<OverlapComm> none;
+  const OverlapTimes compute_alone = run_overlap(h, nranks, none, kernels, false, true);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::vector<std::string> lines;
   for (std::int64_t nc : channel_list) {
     for (std::int64_t chunk : chunk_list) {
-      nccl::ConfigOverride pin = base;
-      pin.nchannels = static_cast<int>(nc);
-      pin.chunk_bytes = chunk;
-      Point alone;
-      Point both;
+      std::vector<OverlapComm> comm{{*kind, bytes, base}};
+      comm[0].pin.nchannels = static_cast<int>(nc);
+      comm[0].pin.chunk_bytes = chunk;
+      OverlapTimes alone;
+      OverlapTimes both;
       try {
-        alone = run(h, nranks, *kind, bytes, pin, kernels, true, false);
-        both = run(h, nranks, *kind, bytes, pin, kernels, true, true);
+        alone = run_overlap(h, nranks, comm, kernels, true, false);
+        both = run_overlap(h, nranks, comm, kernels, true, true);
       } catch (const Error& e) {
         throw Error(fmt::format("nchannels {} chunk {}: {}", nc, chunk, e.what()));
       }
       rows.push_back({{"nchannels", nc},
                       {"chunk_bytes", chunk},
-                      {"comm_us", both.comm_us},
-                      {"comm_alone_us", alone.comm_us},
+                      {"comm_us", both.comm_span_us},
+                      {"comm_alone_us", alone.comm_span_us},
                       {"compute_us", both.compute_us},
                       {"compute_alone_us", compute_alone.compute_us},
                       {"makespan_us", both.makespan_us}});
-      lines.push_back(
-          fmt::format("{:>4} {:>9} {:>11.1f} {:>11.1f} {:>7.3f} {:>11.1f} {:>11.1f} "
-                      "{:>7.3f} {:>11.1f}",
-                      nc, format_bytes(chunk), both.comm_us, alone.comm_us,
-                      both.comm_us / alone.comm_us, both.compute_us, compute_alone.compute_us,
-                      both.compute_us / compute_alone.compute_us, both.makespan_us));
+      lines.push_back(fmt::format(
+          "{:>4} {:>9} {:>11.1f} {:>11.1f} {:>7.3f} {:>11.1f} {:>11.1f} "
+          "{:>7.3f} {:>11.1f}",
+          nc, format_bytes(chunk), both.comm_span_us, alone.comm_span_us,
+          both.comm_span_us / alone.comm_span_us, both.compute_us, compute_alone.compute_us,
+          both.compute_us / compute_alone.compute_us, both.makespan_us));
     }
   }
   if (vm.count("json")) {
