@@ -16,8 +16,10 @@
 
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
@@ -382,8 +384,11 @@ int list_presets(bool json) {
 int cluster_command(const std::vector<std::string>& args) {
   std::string cluster_name;
   int nodes = 0;
+  HardwareOptions what_if;
+  std::string export_path;
   po::options_description desc(
-      "Usage: lagom cluster PRESET|FILE [--nodes N] [--json]\n"
+      "Usage: lagom cluster PRESET|FILE [--nodes N] [--set PATH=VALUE] [--scale PATH=FACTOR]\n"
+      "                     [--json] [--export FILE]\n"
       "       lagom cluster --list [--json]\n\n"
       "Describes a cluster (a built-in preset or a cluster JSON file, docs/formats/cluster.md):\n"
       "GPU type, nodes x GPUs, the intra-node fabric and its per-GPU bandwidth, the NICs and the\n"
@@ -394,7 +399,14 @@ int cluster_command(const std::vector<std::string>& args) {
       "list", "list the built-in cluster presets with one-line descriptions")(
       "cluster", po::value(&cluster_name), "cluster preset name or JSON file (or give it first)")(
       "nodes", po::value(&nodes), "number of nodes (default: the cluster's, 1 for presets)")(
-      "json", "print a JSON object (with a \"context\" block) instead of the description");
+      "json", "print a JSON object (with a \"context\" block) instead of the description")(
+      "set", po::value(&what_if.set)->composing(),
+      "PATH=VALUE: what-if, set a cluster field, e.g. network.nic_speed_Gbps=800 (repeatable)")(
+      "scale", po::value(&what_if.scale)->composing(),
+      "PATH=FACTOR: what-if, multiply a numeric cluster field (repeatable, after every --set)")(
+      "export", po::value(&export_path),
+      "write the cluster (with --nodes, --set and --scale applied) as a cluster JSON file that "
+      "--cluster reads back");
   po::positional_options_description positional;
   positional.add("cluster", 1);
   po::variables_map vm;
@@ -420,7 +432,27 @@ int cluster_command(const std::vector<std::string>& args) {
     node_count = nodes;
   }
 
-  const topo::Cluster cluster = topo::load_cluster(cluster_name, node_count);
+  const bool edited = !what_if.set.empty() || !what_if.scale.empty() || !export_path.empty();
+  std::optional<topo::Cluster> loaded;
+  if (edited) {
+    what_if.cluster = cluster_name;
+    what_if.nodes = nodes;
+    const nlohmann::ordered_json doc = overridden_cluster_document(what_if);
+    const std::string text = doc.dump(1) + "\n";
+    loaded.emplace(topo::cluster_spec_of(
+        {text,
+         fmt::format(
+             "{}{}", topo::cluster_document(cluster_name).origin,
+             what_if.set.empty() && what_if.scale.empty() ? "" : " (with what-if overrides)")},
+        node_count));
+    if (!export_path.empty()) {
+      write_file_with(
+          export_path, [&](std::ostream& out) { out << text; }, "cluster file");
+    }
+  } else {
+    loaded.emplace(topo::load_cluster(cluster_name, node_count));
+  }
+  const topo::Cluster& cluster = *loaded;
   const topo::ClusterSpec& s = cluster.spec();
   std::vector<int> ranks(static_cast<std::size_t>(cluster.gpu_count()));
   std::iota(ranks.begin(), ranks.end(), 0);

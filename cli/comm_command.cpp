@@ -2,6 +2,7 @@
 // with NCCL's own choice or any pinned algorithm, protocol, channels, threads and chunk size.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <boost/program_options.hpp>
 #include <iostream>
@@ -183,6 +184,9 @@ int comm_command(const std::vector<std::string>& args) {
   context["gpus_per_node"] = h.cluster.gpus_per_node();
   context["ranks"] = nranks;
   context["profile"] = h.profile.origin;
+  if (!h.overrides.empty()) {
+    context["overrides"] = h.overrides;
+  }
   if (vm.count("json")) {
     nlohmann::ordered_json out;
     out["context"] = std::move(context);
@@ -193,7 +197,11 @@ int comm_command(const std::vector<std::string>& args) {
   fmt::print("# lagom {} comm: {} on {} ({} node(s) x {} {}), {} ranks\n", version(),
              nccl::to_string(*kind), h.cluster.name(), h.cluster.nodes(), h.cluster.gpus_per_node(),
              h.cluster.spec().gpu_type, nranks);
-  fmt::print("# profile {}; model: docs/models.md\n#\n", h.profile.origin);
+  fmt::print("# profile {}; model: docs/models.md\n", h.profile.origin);
+  if (!h.overrides.empty()) {
+    fmt::print("# what-if {}\n", fmt::join(h.overrides, ", "));
+  }
+  fmt::print("#\n");
   fmt::print(
       "# {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>7}  {:<8} {:<6} {:>4} {:>5} {:>9}  {:<16} {:>9}\n",
       "size", "count", "type", "time", "algbw", "busbw", "algo", "proto", "nch", "nthr", "chunk",

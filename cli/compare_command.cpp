@@ -204,6 +204,7 @@ int compare_command(const std::vector<std::string>& args) {
   fmt::print("cluster      {}, profile {}; {} collective classes ({} grid, {} space)\n\n",
              s.cluster, s.profile, s.eval->classes().size(), to_string(s.eval->space().grid),
              to_string(s.eval->space().resources));
+  fmt::print("{}", what_if_line(s));
   std::size_t width = 11;
   for (const CompareMethod& m : ms) {
     width = std::max(width, m.label.size());

@@ -2,10 +2,13 @@
 #include "hardware_options.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <boost/program_options.hpp>
 
 #include "lagom/common/error.hpp"
+#include "lagom/common/json_override.hpp"
+#include "lagom/common/json_reader.hpp"
 #include "lagom/nccl/env.hpp"
 #include "lagom/nccl/tuning.hpp"
 
@@ -24,7 +27,114 @@ void add_hardware_options(po::options_description& desc, HardwareOptions& opts) 
       "profile of the cluster's GPU type)")(
       "nccl-env", po::value(&opts.nccl_env)->composing(),
       "NAME=VALUE: an NCCL environment variable the job runs with, e.g. NCCL_MIN_CTAS=8 "
-      "(repeatable; over the cluster file's nccl_env; docs/models.md §2)");
+      "(repeatable; over the cluster file's nccl_env; docs/models.md §2)")(
+      "set", po::value(&opts.set)->composing(),
+      "PATH=VALUE: what-if, set a cluster or profile field before validation, e.g. "
+      "network.nic_speed_Gbps=800 or gpu.sms=100 (repeatable; prefix cluster. or profile. when "
+      "both have the path; docs/whatif.md)")(
+      "scale", po::value(&opts.scale)->composing(),
+      "PATH=FACTOR: what-if, multiply a numeric cluster or profile field, e.g. "
+      "gpu.hbm_GBps=1.5 (repeatable, applied after every --set)");
+}
+
+namespace {
+
+namespace jo = json_override;
+
+struct Documents {
+  topologies::ClusterDocument cluster;
+  nlohmann::ordered_json cluster_json;
+  std::string profile_origin;
+  nlohmann::ordered_json profile_json;
+  std::vector<std::string> applied;
+};
+
+// Which document an override names: an explicit "cluster." / "profile." prefix, else the one
+// that has the path; lagom::Error for a path in neither (with the nearest valid ones) or both.
+nlohmann::ordered_json& target_of(Documents& d, jo::Override& o) {
+  for (auto [prefix, doc] :
+       {std::pair<std::string_view, nlohmann::ordered_json*>{"cluster.", &d.cluster_json},
+        {"profile.", &d.profile_json}}) {
+    if (o.path.starts_with(prefix) && !jo::has_path(*doc, o.path)) {
+      o.path = o.path.substr(prefix.size());
+      return *doc;
+    }
+  }
+  const bool in_cluster = jo::has_path(d.cluster_json, o.path);
+  const bool in_profile = jo::has_path(d.profile_json, o.path);
+  if (in_cluster && in_profile) {
+    throw Error(
+        fmt::format("{}: both the cluster ({}) and the profile ({}) have '{}': write "
+                    "cluster.{} or profile.{}",
+                    o.text, d.cluster.origin, d.profile_origin, o.path, o.path, o.path));
+  }
+  if (in_cluster || in_profile) {
+    return in_cluster ? d.cluster_json : d.profile_json;
+  }
+  std::vector<std::string> candidates = jo::paths(d.cluster_json);
+  const std::vector<std::string> more = jo::paths(d.profile_json);
+  candidates.insert(candidates.end(), more.begin(), more.end());
+  std::erase_if(candidates, [](const std::string& p) {
+    return p.starts_with("sources") || p.starts_with("assumptions") || p == "description";
+  });
+  throw Error(
+      fmt::format("{}: no field '{}' in the cluster ({}) or the profile ({}); nearest: "
+                  "{} (lagom cluster --export and docs/formats/ list them all)",
+                  o.text, o.path, d.cluster.origin, d.profile_origin,
+                  fmt::join(jo::nearest(o.path, candidates), ", ")));
+}
+
+Documents overridden(const HardwareOptions& opts, bool cluster_only = false) {
+  Documents d;
+  d.cluster = topologies::cluster_document(opts.cluster);
+  // Parsed for its errors (an empty file, bad JSON), then kept in document order.
+  (void)json_reader::parse_document(d.cluster.text, d.cluster.origin, "lagom.cluster");
+  d.cluster_json = nlohmann::ordered_json::parse(d.cluster.text);
+  // The profile as the cluster's GPU type (or --profile) gives it, as a document.
+  const topologies::ClusterSpec plain = topologies::cluster_spec_of(d.cluster);
+  const hardware::HardwareProfile p = opts.profile.empty()
+                                          ? hardware::default_profile_for_gpu(plain.gpu_type)
+                                          : hardware::load_profile(opts.profile);
+  d.profile_origin = p.origin;
+  d.profile_json = nlohmann::ordered_json::parse(hardware::profile_to_json(p));
+  std::vector<jo::Override> all;
+  for (const std::string& s : opts.set) {
+    all.push_back(jo::parse(jo::Op::kSet, s));
+  }
+  for (const std::string& s : opts.scale) {
+    all.push_back(jo::parse(jo::Op::kScale, s));
+  }
+  for (jo::Override& o : all) {
+    nlohmann::ordered_json& doc = target_of(d, o);
+    if (cluster_only && &doc != &d.cluster_json) {
+      throw Error(fmt::format("{}: '{}' is a field of the profile ({}), not of the cluster", o.text,
+                              o.path, d.profile_origin));
+    }
+    jo::apply(doc, o, &doc == &d.cluster_json ? d.cluster.origin : d.profile_origin);
+    d.applied.push_back(o.text);
+  }
+  return d;
+}
+
+}  // namespace
+
+nlohmann::ordered_json overridden_cluster_document(const HardwareOptions& opts) {
+  Documents d = overridden(opts, /*cluster_only=*/true);
+  if (opts.nodes != 0) {
+    if (opts.nodes < 1) {
+      throw Error(fmt::format("--nodes must be at least 1, got {}", opts.nodes));
+    }
+    d.cluster_json["nodes"]["count"] = opts.nodes;
+  }
+  if (!d.applied.empty() && d.cluster_json.contains("description") &&
+      d.cluster_json["description"].is_string()) {
+    d.cluster_json["description"] =
+        fmt::format("{} What-if: {}.", d.cluster_json["description"].get<std::string>(),
+                    fmt::join(d.applied, ", "));
+  }
+  // Checked as load_hardware would read it back.
+  (void)topologies::cluster_spec_of({d.cluster_json.dump(1), d.cluster.origin});
+  return d.cluster_json;
 }
 
 Hardware load_hardware(const HardwareOptions& opts) {
@@ -38,7 +148,15 @@ Hardware load_hardware(const HardwareOptions& opts) {
     }
     nodes = opts.nodes;
   }
-  topologies::Cluster cluster = topologies::load_cluster(opts.cluster, nodes);
+  std::optional<Documents> docs;
+  if (!opts.set.empty() || !opts.scale.empty()) {
+    docs = overridden(opts);
+  }
+  topologies::Cluster cluster =
+      docs ? topologies::Cluster(topologies::cluster_spec_of(
+                 {docs->cluster_json.dump(1), docs->cluster.origin + " (with what-if overrides)"},
+                 nodes))
+           : topologies::load_cluster(opts.cluster, nodes);
   if (!opts.nccl_env.empty()) {
     topologies::ClusterSpec spec = cluster.spec();
     for (const std::string& kv : opts.nccl_env) {
@@ -59,14 +177,20 @@ Hardware load_hardware(const HardwareOptions& opts) {
     }
   }
   hardware::HardwareProfile profile =
-      opts.profile.empty() ? hardware::default_profile_for_gpu(cluster.spec().gpu_type)
-                           : hardware::load_profile(opts.profile);
+      docs                   ? hardware::parse_profile_json(docs->profile_json.dump(1),
+                                                            docs->profile_origin + " (with what-if overrides)")
+      : opts.profile.empty() ? hardware::default_profile_for_gpu(cluster.spec().gpu_type)
+                             : hardware::load_profile(opts.profile);
+  if (docs) {
+    profile.origin = docs->profile_origin;  // reports name it; the overrides are listed apart
+  }
   if (profile.gpu_type != cluster.spec().gpu_type) {
     throw Error(fmt::format("profile '{}' describes {} GPUs but cluster '{}' has {}",
                             profile.origin, profile.gpu_type, cluster.name(),
                             cluster.spec().gpu_type));
   }
-  return Hardware{std::move(cluster), std::move(profile)};
+  return Hardware{std::move(cluster), std::move(profile),
+                  docs ? std::move(docs->applied) : std::vector<std::string>{}};
 }
 
 }  // namespace lagom::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/program_options/options_description.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@ struct HardwareOptions {
   int nodes = 0;                      // 0: the cluster's own node count
   std::string profile;                // "" : the built-in profile of the cluster's GPU type
   std::vector<std::string> nccl_env;  // NAME=VALUE, over the cluster file's nccl_env
+  // What-if overrides of cluster and profile fields (docs/whatif.md): PATH=VALUE and
+  // PATH=FACTOR; every --set first, then every --scale, each in the order given.
+  std::vector<std::string> set;
+  std::vector<std::string> scale;
 };
 
 void add_hardware_options(boost::program_options::options_description& desc, HardwareOptions& opts);
@@ -23,7 +28,12 @@ void add_hardware_options(boost::program_options::options_description& desc, Har
 struct Hardware {
   topologies::Cluster cluster;
   hardware::HardwareProfile profile;
+  std::vector<std::string> overrides;  // applied, as written ("--set network.nic_speed_Gbps=800")
 };
+
+// The cluster document after --set/--scale (and --nodes in its nodes.count), as `lagom cluster
+// --export` writes it: a file load_hardware reads back to the same cluster.
+nlohmann::ordered_json overridden_cluster_document(const HardwareOptions& opts);
 
 // Loads the cluster (with --nodes) and the profile; lagom::Error for unknown presets (listing
 // the known ones), bad node counts, unreadable or malformed files, or a profile whose GPU type

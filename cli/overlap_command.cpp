@@ -3,6 +3,7 @@
 // simulated with the contention model and compared with both running alone.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <boost/program_options.hpp>
 #include <cmath>
@@ -183,6 +184,9 @@ int overlap_command(const std::vector<std::string>& args) {
                                                {"coll", coll_name},
                                                {"bytes", bytes},
                                                {"compute", compute_specs}});
+    if (!h.overrides.empty()) {
+      out["context"]["overrides"] = h.overrides;
+    }
     out["rows"] = std::move(rows);
     std::cout << out.dump(1) << "\n";
     return kExitOk;
@@ -190,6 +194,9 @@ int overlap_command(const std::vector<std::string>& args) {
   fmt::print("# lagom {} overlap: {} of {} beside {} on {} ({} ranks), profile {}\n", version(),
              coll_name, format_bytes(bytes), fmt::join(compute_specs, " + "), h.cluster.name(),
              nranks, h.profile.origin);
+  if (!h.overrides.empty()) {
+    fmt::print("# what-if {}\n", fmt::join(h.overrides, ", "));
+  }
   fmt::print("# {:>2} {:>9} {:>11} {:>11} {:>7} {:>11} {:>11} {:>7} {:>11}\n", "nc", "chunk",
              "comm_us", "comm_alone", "slower", "compute_us", "comp_alone", "slower",
              "makespan_us");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ostream>
@@ -105,6 +106,9 @@ nlohmann::ordered_json context_json(const RunContext& ctx) {
   if (!ctx.plan.empty()) {
     c["plan"] = ctx.plan;
   }
+  if (!ctx.overrides.empty()) {
+    c["overrides"] = ctx.overrides;
+  }
   return c;
 }
 
@@ -118,6 +122,9 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
              ctx.contention_model);
   if (!ctx.generated.empty()) {
     fmt::print(out, "generated    {}\n", ctx.generated);
+  }
+  if (!ctx.overrides.empty()) {
+    fmt::print(out, "what-if      {}\n", fmt::join(ctx.overrides, ", "));
   }
   if (!ctx.plan.empty()) {
     fmt::print(out, "plan         {}\n", ctx.plan);

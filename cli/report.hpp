@@ -26,9 +26,10 @@ struct RunContext {
   double peak_flops_per_gpu = 0;
   // Known when the step was generated from a model (--model): the per-GPU memory estimate.
   std::optional<models::MemoryEstimate> memory;
-  std::string plan;         // --plan: "plan.json: 8 rules, 192 ops matched"
-  std::string generated;    // what was generated ("llama3-8b, fsdp=16, ...")
-  int folded_replicas = 1;  // GPUs each rank stands for (--fold)
+  std::string plan;                    // --plan: "plan.json: 8 rules, 192 ops matched"
+  std::string generated;               // what was generated ("llama3-8b, fsdp=16, ...")
+  int folded_replicas = 1;             // GPUs each rank stands for (--fold)
+  std::vector<std::string> overrides;  // --set/--scale, as written
   // Known for a generated step: its model FLOPs over the simulated ranks (recomputation left
   // out, as MFU counts them). Otherwise MFU and "flops" count every compute op's FLOPs.
   std::optional<double> model_flops;

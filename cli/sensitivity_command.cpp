@@ -201,7 +201,7 @@ int sensitivity_command(const std::vector<std::string>& args) {
   }
   fmt::print("lagom {} ({}) sensitivity\n", version(), git_sha());
   fmt::print("workload     {}\n", what_of(s));
-  fmt::print("cluster      {}, profile {}\n", s.cluster, s.profile);
+  fmt::print("cluster      {}, profile {}\n{}", s.cluster, s.profile, what_if_line(s));
   std::string base_line =
       fmt::format("baseline     NCCL step {} us",
                   format_us(static_cast<std::int64_t>(std::llround(baseline.nccl_step_us * 1e3))));

@@ -123,6 +123,7 @@ int simulate_command(const std::vector<std::string>& args) {
   ctx.contention_model = simulation->contention_model_name();
   if (hardware) {
     ctx.peak_flops_per_gpu = hardware->profile.gpu.bf16_TFLOPS.value * 1e12;
+    ctx.overrides = hardware->overrides;
   }
   ctx.memory = step.memory;
   ctx.generated = step.generated;

@@ -2,6 +2,7 @@
 #include "step_search.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -217,6 +218,11 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
   return s;
 }
 
+std::string what_if_line(const SearchSetup& s) {
+  const std::vector<std::string>& o = s.step->hardware->overrides;
+  return o.empty() ? "" : fmt::format("what-if      {}\n", fmt::join(o, ", "));
+}
+
 std::string what_of(const SearchSetup& s) {
   return s.step->generated.empty() ? s.step->in.source : s.step->generated;
 }
@@ -271,6 +277,9 @@ nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& com
   c["input_hash"] = s.step->in.input_hash;
   c["cluster"] = s.cluster;
   c["profile"] = s.profile;
+  if (!s.step->hardware->overrides.empty()) {
+    c["overrides"] = s.step->hardware->overrides;
+  }
   c["grid"] = to_string(s.eval->space().grid);
   c["space"] = to_string(s.eval->space().resources);
   c["collective_classes"] = s.eval->classes().size();

@@ -64,6 +64,8 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
                          const TuneOptions& t, const boost::program_options::variables_map& vm);
 
 std::string what_of(const SearchSetup& s);
+// "what-if      --set ..., --scale ...\n" for the text reports; "" without overrides.
+std::string what_if_line(const SearchSetup& s);
 std::string short_config(const nccl::CommConfig& c);
 nlohmann::ordered_json config_json(const nccl::CommConfig& c);
 // The plan's classes, for reports: one entry per class.

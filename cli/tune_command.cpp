@@ -105,7 +105,7 @@ int tune_command(const std::vector<std::string>& args) {
   }
   fmt::print("lagom {} ({}) tune\n", version(), git_sha());
   fmt::print("workload     {}\n", what_of(s));
-  fmt::print("cluster      {}, profile {}\n", s.cluster, s.profile);
+  fmt::print("cluster      {}, profile {}\n{}", s.cluster, s.profile, what_if_line(s));
   fmt::print(
       "search       {} over {} collective classes ({} grid, {} space): {} evaluations in "
       "{:.0f} ms\n",

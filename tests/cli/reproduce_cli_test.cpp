@@ -71,9 +71,10 @@ TEST(ReproduceCli, Figure3MatchesTheOverlapCommandAndJudgesFromItsNumbers) {
   EXPECT_NEAR(claim(t, "communication time, NC 32 against NC 16")["ours"].get<double>(),
               m32 / m16 - 1, 1e-12);
   // The same setup through `lagom overlap` gives the same cells.
-  const CliRun o = run_lagom({"overlap", "--cluster", "a40-pcie", "--coll", "allreduce", "--bytes",
-                              "32M", "--compute", "ffn:tokens=4096,hidden=2560,ffn=10240",
-                              "--nthreads", "128", "--nchannels", "32", "--chunk", "16K", "--json"});
+  const CliRun o =
+      run_lagom({"overlap", "--cluster", "a40-pcie", "--coll", "allreduce", "--bytes", "32M",
+                 "--compute", "ffn:tokens=4096,hidden=2560,ffn=10240", "--nthreads", "128",
+                 "--nchannels", "32", "--chunk", "16K", "--json"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(o.out)["rows"][0]["compute_us"].get<double>(), c32);
   // Verdicts: a 30.2% paper gap with ours between 10% and 24% is the paper's direction only.
@@ -152,8 +153,8 @@ TEST(ReproduceCli, BadTargetsAndFiltersAreErrorsThatListWhatExists) {
 
 // Slower (a few seconds; a minute under the sanitizers, which leave these out).
 TEST(ReproduceSlow, Figure7RowsAreDeterministicAndNeverBelowNccl) {
-  const std::vector<std::string> args = {"reproduce", "fig7", "--only", "ep", "--workload",
-                                         "olmoe", "--json"};
+  const std::vector<std::string> args = {"reproduce",  "fig7",  "--only", "ep",
+                                         "--workload", "olmoe", "--json"};
   const CliRun a = run_lagom(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const auto j = nlohmann::json::parse(a.out);

@@ -374,29 +374,37 @@ std::string_view cluster_preset_text(std::string_view name) {
   return f->content;
 }
 
-ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes) {
-  if (nodes && (*nodes < 1 || *nodes > kMaxNodes)) {
-    throw Error(fmt::format("the node count must be between 1 and {}, got {}", kMaxNodes, *nodes));
-  }
+ClusterDocument cluster_document(std::string_view name_or_path) {
   if (name_or_path.empty()) {
     throw Error(fmt::format("no cluster given: name a preset ({}) or a .json file",
                             fmt::join(list_cluster_presets(), ", ")));
   }
-  ClusterSpec spec;
   const bool is_path =
       name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json");
   if (is_path) {
     const std::string path(name_or_path);
-    spec = parse_cluster_json(json_reader::read_text_file(path, "cluster file"), path);
-  } else {
-    spec = parse_cluster_json(cluster_preset_text(name_or_path),
-                              fmt::format("preset:{}", name_or_path));
+    return {json_reader::read_text_file(path, "cluster file"), path};
   }
+  return {std::string(cluster_preset_text(name_or_path)), fmt::format("preset:{}", name_or_path)};
+}
+
+ClusterSpec cluster_spec_of(const ClusterDocument& doc, std::optional<int> nodes) {
+  if (nodes && (*nodes < 1 || *nodes > kMaxNodes)) {
+    throw Error(fmt::format("the node count must be between 1 and {}, got {}", kMaxNodes, *nodes));
+  }
+  ClusterSpec spec = parse_cluster_json(doc.text, doc.origin);
   if (nodes) {
     spec.nodes = *nodes;
     validate(spec);  // e.g. a cluster without NICs cannot have 2 nodes
   }
   return spec;
+}
+
+ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes) {
+  if (nodes && (*nodes < 1 || *nodes > kMaxNodes)) {
+    throw Error(fmt::format("the node count must be between 1 and {}, got {}", kMaxNodes, *nodes));
+  }
+  return cluster_spec_of(cluster_document(name_or_path), nodes);
 }
 
 std::string describe_nccl_env(const ClusterSpec& spec) {

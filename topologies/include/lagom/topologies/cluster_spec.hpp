@@ -173,6 +173,16 @@ std::vector<std::string> list_cluster_presets();
 // unknown name, listing the known ones.
 std::string_view cluster_preset_text(std::string_view name);
 
+// A cluster document before parsing: its JSON text and the origin errors name ("preset:NAME" or
+// the path). A preset by name, or a file when `name_or_path` contains '/' or ends in ".json".
+struct ClusterDocument {
+  std::string text;
+  std::string origin;
+};
+ClusterDocument cluster_document(std::string_view name_or_path);
+// Parses `doc` and sets the node count as load_cluster_spec() does.
+ClusterSpec cluster_spec_of(const ClusterDocument& doc, std::optional<int> nodes = {});
+
 // A preset by name, or a file when `name_or_path` contains '/' or ends in ".json". `nodes`
 // overrides the node count (presets describe one node). Unknown preset names list the known
 // ones. Throws lagom::Error.

@@ -1,0 +1,126 @@
+// What-if overrides (--set, --scale) and `lagom cluster --export`: they change the answer, are
+// recorded in the report, read back, and every mistake is an error naming the path.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace lagom::test {
+namespace {
+
+bool contains(const std::string& s, std::string_view what) {
+  return s.find(what) != std::string::npos;
+}
+
+double comm_time_us(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"comm",     "--coll", "allreduce", "--cluster",
+                                   "dgx-h100", "-b",     "1G",        "-e",
+                                   "1G",       "--algo", "Ring",      "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliRun r = run_lagom(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out)["rows"][0]["time_us"].get<double>();
+}
+
+TEST(WhatIfCli, ClusterAndProfileOverridesChangeTheAnswer) {
+  const double base = comm_time_us({});
+  // Twice the NVLink bandwidth: the 1 GiB ring all-reduce is link-bound, so it gets faster.
+  EXPECT_LT(comm_time_us({"--scale", "intra_node.nvlink.link_bandwidth_GBps=2"}), 0.8 * base);
+  // The same through --set.
+  EXPECT_DOUBLE_EQ(comm_time_us({"--set", "intra_node.nvlink.link_bandwidth_GBps=50"}),
+                   comm_time_us({"--scale", "intra_node.nvlink.link_bandwidth_GBps=2"}));
+  // A profile field is recorded in the context as written.
+  const CliRun r =
+      run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "-b", "1G", "-e", "1G",
+                 "--algo", "Ring", "--json", "--scale", "gpu.hbm_GBps=0.01"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["context"]["overrides"][0], "--scale gpu.hbm_GBps=0.01");
+}
+
+TEST(WhatIfCli, SimulateRecordsOverridesAndASlowerGpuIsSlower) {
+  const std::vector<std::string> base = {"simulate",   "--model", "phi-2",
+                                         "--parallel", "fsdp=8",  "--cluster",
+                                         "a40-nvlink", "--json",  "--no-op-times"};
+  const CliRun a = run_lagom(base);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  std::vector<std::string> slower = base;
+  slower.insert(slower.end(),
+                {"--scale", "gpu.bf16_TFLOPS=0.5", "--set", "cpu.interconnect_bandwidth_GBps=8"});
+  const CliRun b = run_lagom(slower);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out);
+  const auto jb = nlohmann::json::parse(b.out);
+  EXPECT_GT(jb["step_time_us"].get<double>(), 1.2 * ja["step_time_us"].get<double>());
+  EXPECT_FALSE(ja["context"].contains("overrides"));
+  // --set first, then --scale, each as written.
+  EXPECT_EQ(jb["context"]["overrides"],
+            nlohmann::json::array(
+                {"--set cpu.interconnect_bandwidth_GBps=8", "--scale gpu.bf16_TFLOPS=0.5"}));
+}
+
+TEST(WhatIfCli, ExportedClusterReadsBackToTheSameStep) {
+  TempDir dir;
+  const std::string file = (dir.path() / "a40-800g.json").string();
+  CliRun r = run_lagom({"cluster", "a40-nvlink", "--nodes", "2", "--set",
+                        "network.nic_speed_Gbps=800", "--export", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "2x 800 Gb/s")) << r.out;
+  const std::vector<std::string> step = {"simulate",   "--model", "llama3-8b",
+                                         "--parallel", "fsdp=16", "--seq",
+                                         "4096",       "--json",  "--no-op-times"};
+  std::vector<std::string> from_file = step;
+  from_file.insert(from_file.end(), {"--cluster", file});
+  std::vector<std::string> from_flags = step;
+  from_flags.insert(from_flags.end(), {"--cluster", "a40-nvlink", "--nodes", "2", "--set",
+                                       "network.nic_speed_Gbps=800"});
+  const CliRun a = run_lagom(from_file);
+  const CliRun b = run_lagom(from_flags);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["step_time_us"],
+            nlohmann::json::parse(b.out)["step_time_us"]);
+  EXPECT_EQ(nlohmann::json::parse(a.out)["fingerprint"],
+            nlohmann::json::parse(b.out)["fingerprint"]);
+}
+
+TEST(WhatIfCli, MistakesNameThePath) {
+  const std::vector<std::string> base = {"simulate", "--model",   "phi-2",     "--parallel",
+                                         "fsdp=8",   "--cluster", "a40-nvlink"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_lagom(args);
+  };
+  CliRun r = run({"--set", "network.nic_speed_gbps=800"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "no field 'network.nic_speed_gbps'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "nearest: network.nic_speed_Gbps")) << r.err;
+  r = run({"--set", "gpu.type=3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "'gpu.type' is a string, not a number")) << r.err;
+  r = run({"--scale", "network.nic_speed_Gbps=fast"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "the factor must be a positive number")) << r.err;
+  r = run({"--set", "network.nic_speed_Gbps"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "expected PATH=VALUE")) << r.err;
+  // Validation runs after the override: an impossible value is the reader's error.
+  r = run({"--set", "network.nic_speed_Gbps=-5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "network.nic_speed_Gbps: must be > 0")) << r.err;
+  // Both documents have a description: the prefix decides.
+  r = run({"--set", "description=x"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "write cluster.description or profile.description")) << r.err;
+  r = run({"--set", "cluster.description=x"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // lagom cluster takes cluster fields only.
+  r = run_lagom({"cluster", "a40-nvlink", "--set", "gpu.sms=10"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "is a field of the profile")) << r.err;
+}
+
+}  // namespace
+}  // namespace lagom::test
