@@ -2,6 +2,7 @@
 // returns the process exit code; lagom::Error escapes to main(), which prints it.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,12 @@ int compare_command(const std::vector<std::string>& args);
 int validate_command(const std::vector<std::string>& args);
 int sensitivity_command(const std::vector<std::string>& args);
 int reproduce_command(const std::vector<std::string>& args);
+int sweep_command(const std::vector<std::string>& args);
+
+// simulate, tune and compare with their --json report written to `json_out` (the text reports
+// still go to stdout): what `lagom sweep` runs for each point, on its own thread.
+int run_simulate(const std::vector<std::string>& args, std::ostream& json_out);
+int run_tune(const std::vector<std::string>& args, std::ostream& json_out);
+int run_compare(const std::vector<std::string>& args, std::ostream& json_out);
 
 }  // namespace lagom::cli

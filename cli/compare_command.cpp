@@ -132,7 +132,7 @@ SearchSetup ablation_setup(const CompareMethod& m, const SearchSetup& base,
 
 }  // namespace
 
-int compare_command(const std::vector<std::string>& args) {
+int run_compare(const std::vector<std::string>& args, std::ostream& json_out) {
   WorkloadInput input;
   HardwareOptions hw;
   ModelOptions mo;
@@ -196,7 +196,7 @@ int compare_command(const std::vector<std::string>& args) {
       row["plan"] = classes_json(*s.eval, r);
       rows.push_back(std::move(row));
     }
-    std::cout << j.dump(1) << "\n";
+    json_out << j.dump(1) << "\n";
     return kExitOk;
   }
   fmt::print("lagom {} ({}) compare\n", version(), git_sha());
@@ -233,6 +233,10 @@ int compare_command(const std::vector<std::string>& args) {
     print_row(row);
   }
   return kExitOk;
+}
+
+int compare_command(const std::vector<std::string>& args) {
+  return run_compare(args, std::cout);
 }
 
 }  // namespace lagom::cli

@@ -39,6 +39,8 @@ constexpr Subcommand kSubcommands[] = {
      lagom::cli::compare_command},
     {"sensitivity", "rerun a comparison with each unmeasured profile number scaled",
      lagom::cli::sensitivity_command},
+    {"sweep", "run a sweep file's points (threads or Slurm array shards); one CSV row each",
+     lagom::cli::sweep_command},
     {"reproduce",
      "run the Lagom paper's experiments (fig3, fig5, fig7, fig8, table2) with verdicts",
      lagom::cli::reproduce_command},

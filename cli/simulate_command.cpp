@@ -31,7 +31,7 @@ namespace lagom::cli {
 
 namespace po = boost::program_options;
 
-int simulate_command(const std::vector<std::string>& args) {
+int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   WorkloadInput input;
   std::string trace_path;
   std::string plan_path;
@@ -147,8 +147,7 @@ int simulate_command(const std::vector<std::string>& args) {
         "trace file");
   }
   if (vm.count("json")) {
-    std::cout << json_report(w, graph, result, stats, ctx, !vm.count("no-op-times")).dump(1)
-              << "\n";
+    json_out << json_report(w, graph, result, stats, ctx, !vm.count("no-op-times")).dump(1) << "\n";
   } else {
     print_summary(std::cout, w, graph, result, stats, ctx);
     if (!trace_path.empty()) {
@@ -156,6 +155,10 @@ int simulate_command(const std::vector<std::string>& args) {
     }
   }
   return kExitOk;
+}
+
+int simulate_command(const std::vector<std::string>& args) {
+  return run_simulate(args, std::cout);
 }
 
 }  // namespace lagom::cli

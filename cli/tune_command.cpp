@@ -31,7 +31,7 @@ namespace po = boost::program_options;
 
 }  // namespace
 
-int tune_command(const std::vector<std::string>& args) {
+int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
   WorkloadInput input;
   HardwareOptions hw;
   ModelOptions mo;
@@ -100,7 +100,7 @@ int tune_command(const std::vector<std::string>& args) {
     const search::StockNcclFit fit = search::stock_nccl_fit(r.plan);
     j["stock_nccl"] = {{"exact", fit.exact()}, {"how", fit.summary()}};
     j["classes"] = classes_json(*s.eval, r);
-    std::cout << j.dump(1) << "\n";
+    json_out << j.dump(1) << "\n";
     return kExitOk;
   }
   fmt::print("lagom {} ({}) tune\n", version(), git_sha());
@@ -140,6 +140,10 @@ int tune_command(const std::vector<std::string>& args) {
     fmt::print("\n");
   }
   return kExitOk;
+}
+
+int tune_command(const std::vector<std::string>& args) {
+  return run_tune(args, std::cout);
 }
 
 }  // namespace lagom::cli
