@@ -721,14 +721,25 @@ int sweep_command(const std::vector<std::string>& args) {
     if (count == nullptr) {
       throw Error("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not: pass --shard I/N");
     }
-    shard = fmt::format("{}/{}", id, count);
+    // Array indices need not start at 0 (--array=1-4): the shard is the index past the first.
+    const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
+    long first = 0;
+    long index = -1;
+    try {
+      first = min == nullptr ? 0 : std::stol(min);
+      index = std::stol(id);
+    } catch (const std::exception&) {
+      index = -1;
+    }
+    shard = fmt::format("{}/{}", index - first, count);
     try {
       std::tie(shard_i, shard_n) = parse_shard(shard);
     } catch (const po::error&) {
       throw Error(
-          fmt::format("SLURM_ARRAY_TASK_ID={} and SLURM_ARRAY_TASK_COUNT={} do not make a "
-                      "shard I/N with 0 <= I < N (submit with --array=0-{})",
-                      id, count, "N-1"));
+          fmt::format("SLURM_ARRAY_TASK_ID={}, SLURM_ARRAY_TASK_MIN={} and "
+                      "SLURM_ARRAY_TASK_COUNT={} do not make a shard I/N with 0 <= I < N "
+                      "(submit a contiguous array, e.g. --array=0-3)",
+                      id, min == nullptr ? "unset" : min, count));
     }
   }
   const Sweep s = read_sweep(file);
@@ -766,6 +777,12 @@ int sweep_command(const std::vector<std::string>& args) {
                       comment.substr(0, comment.size() - 1)));
     }
     done = std::move(prior.rows);
+    // Rewritten without a cut-off last line, so that new rows append to whole lines.
+    std::string text = comment + header;
+    for (const auto& [point, line] : done) {
+      text += line;
+    }
+    write_atomically(out_path, text);
   }
   std::vector<const Point*> todo;
   for (const Point* p : mine) {
