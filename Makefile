@@ -1,6 +1,6 @@
 # Lagom's front door. `make run` builds and runs the main job on an embedded default;
 # `make test` builds and runs the test suite. Both install missing Debian packages first.
-.PHONY: all deps configure build run test test-sanitize bench format clean
+.PHONY: all deps configure build run test test-slurm test-sanitize bench format clean
 
 # Debian 12 packages the build needs (see README "Dependencies").
 APT_PACKAGES := cmake ninja-build g++ git make \
@@ -38,6 +38,11 @@ run: build
 
 test: build
 	ctest --preset default
+
+# The sweep on a real one-node Slurm cluster (tests/slurm/): installs Slurm from Debian when
+# missing (as root), starts and stops its own daemons.
+test-slurm: build
+	ctest --preset slurm
 
 test-sanitize: deps
 	cmake --preset sanitize
