@@ -694,7 +694,8 @@ int sweep_command(const std::vector<std::string>& args) {
       "jsonl", po::value(&jsonl_path), "also write each row as a JSON line to FILE")(
       "resume", "with --out: keep the rows FILE already has, run the other points")(
       "shard", po::value(&shard_text), "run points I, I+N, I+2N, ... (0 <= I < N)")(
-      "list", "print the points (number, axes, command line) without running them");
+      "list", "print the points (number, axes, command line) without running them")(
+      "quiet,q", "no progress on stderr");
   po::positional_options_description pos;
   pos.add("sweep", 1);
   po::variables_map vm;
@@ -821,6 +822,7 @@ int sweep_command(const std::vector<std::string>& args) {
   std::atomic<std::size_t> next{0};
   const auto start = std::chrono::steady_clock::now();
   const bool tty = isatty(fileno(stderr)) != 0;
+  const bool quiet = vm.count("quiet") > 0;
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
 
@@ -834,6 +836,9 @@ int sweep_command(const std::vector<std::string>& args) {
     }
   };
   auto report = [&](const Point& p, const Result& r) {  // holds mu
+    if (quiet) {
+      return;
+    }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double eta =
