@@ -50,6 +50,7 @@ int comm_command(const std::vector<std::string>& args) {
   std::string max_text = "1G";
   int factor = 2;
   int ranks = 0;
+  std::string rows_csv;
   std::string algo_text;
   std::string proto_text;
   int nchannels = 0;
@@ -75,7 +76,9 @@ int comm_command(const std::vector<std::string>& args) {
                                                             "channels (CTAs), 1..64")(
       "nthreads", po::value(&nthreads), "threads per channel, a multiple of 32")(
       "chunk", po::value(&chunk_text), "chunk size in bytes (e.g. 512K)")(
-      "json", "print {\"context\", \"rows\"} as JSON");
+      "json", "print {\"context\", \"rows\"} as JSON")(
+      "csv", po::value(&rows_csv),
+      "also write the rows as CSV to FILE (units in the column names)");
   add_hardware_options(desc, hw);
   po::variables_map vm;
   if (!parse_command_line(args, desc, vm)) {
@@ -186,6 +189,9 @@ int comm_command(const std::vector<std::string>& args) {
   context["profile"] = h.profile.origin;
   if (!h.overrides.empty()) {
     context["overrides"] = h.overrides;
+  }
+  if (!rows_csv.empty()) {
+    write_rows_csv(rows_csv, rows);
   }
   if (vm.count("json")) {
     nlohmann::ordered_json out;

@@ -138,6 +138,7 @@ int run_compare(const std::vector<std::string>& args, std::ostream& json_out) {
   ModelOptions mo;
   TuneOptions t;
   std::string methods = "nccl,autoccl,lagom";
+  std::string rows_csv;
   po::options_description desc(
       "Usage: lagom compare --model NAME --parallel P --cluster PRESET [--nodes N] [...model "
       "options]\n"
@@ -150,7 +151,9 @@ int run_compare(const std::vector<std::string>& args, std::ostream& json_out) {
       "comma-separated: nccl, autoccl, lagom, exhaustive, random; ablations lagom-roundrobin "
       "(Lagom with a fixed order instead of the priority H), fixed-nc:K (NCCL's choice on K "
       "channels) and nccl-max-ctas:K (NCCL under NCCL_MAX_CTAS=K)")(
-      "json", "print a JSON report on stdout");
+      "json", "print a JSON report on stdout")(
+      "csv", po::value(&rows_csv),
+      "write one CSV row per method and collective class to FILE (configuration, time, NCCL's)");
   po::variables_map vm;
   if (!parse_step_options(args, desc, t, input, hw, mo, vm)) {
     return kExitOk;  // --help
@@ -178,6 +181,13 @@ int run_compare(const std::vector<std::string>& args, std::ostream& json_out) {
     search::SearchOptions o = search_options(t, m.method);
     o.lagom_order = m.order;
     results.push_back(search::run_search(*s.eval, o));
+  }
+  if (!rows_csv.empty()) {
+    std::vector<std::string> labels;
+    for (const CompareMethod& m : ms) {
+      labels.push_back(m.label);
+    }
+    write_classes_csv(rows_csv, *s.eval, labels, results);
   }
   const std::vector<std::size_t> top = dominant(*s.eval, nccl);
   const std::size_t shown = std::min<std::size_t>(3, top.size());

@@ -71,6 +71,7 @@ int overlap_command(const std::vector<std::string>& args) {
   std::string algo;
   std::string proto;
   int ranks = 0;
+  std::string rows_csv;
   po::options_description desc(
       "Usage: lagom overlap --cluster PRESET [--nodes N] [--ranks R] [--coll allreduce]\n"
       "                     [--bytes 32M] --compute SPEC [--compute SPEC ...]\n"
@@ -95,7 +96,9 @@ int overlap_command(const std::vector<std::string>& args) {
       "algo", po::value(&algo), "algorithm (default: NCCL's)")("proto", po::value(&proto),
                                                                "protocol (default: NCCL's)")(
       "ranks", po::value(&ranks), "ranks 0..R-1 (default: every GPU of the cluster)")(
-      "json", "print {\"context\", \"rows\"} as JSON");
+      "json", "print {\"context\", \"rows\"} as JSON")(
+      "csv", po::value(&rows_csv),
+      "also write the rows as CSV to FILE (units in the column names)");
   add_hardware_options(desc, hw);
   po::variables_map vm;
   if (!parse_command_line(args, desc, vm)) {
@@ -174,6 +177,9 @@ int overlap_command(const std::vector<std::string>& args) {
           both.comm_span_us / alone.comm_span_us, both.compute_us, compute_alone.compute_us,
           both.compute_us / compute_alone.compute_us, both.makespan_us));
     }
+  }
+  if (!rows_csv.empty()) {
+    write_rows_csv(rows_csv, rows);
   }
   if (vm.count("json")) {
     nlohmann::ordered_json out;

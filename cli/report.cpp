@@ -9,7 +9,9 @@
 #include <ostream>
 
 #include "lagom/common/build_info.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
+#include "lagom/common/text.hpp"
 #include "lagom/common/units.hpp"
 
 namespace lagom::cli {
@@ -110,6 +112,57 @@ nlohmann::ordered_json context_json(const RunContext& ctx) {
     c["overrides"] = ctx.overrides;
   }
   return c;
+}
+
+namespace {
+
+void flatten(const nlohmann::ordered_json& v, const std::string& key,
+             std::vector<std::pair<std::string, std::string>>& cells) {
+  if (v.is_object()) {
+    for (const auto& [k, child] : v.items()) {
+      flatten(child, key.empty() ? k : key + "_" + k, cells);
+    }
+    return;
+  }
+  std::string cell;
+  if (v.is_string()) {
+    cell = csv_quote(v.get<std::string>());
+  } else if (v.is_number_integer()) {
+    cell = std::to_string(v.get<std::int64_t>());
+  } else if (v.is_number()) {
+    cell = fmt::format("{}", v.get<double>());
+  } else if (v.is_boolean()) {
+    cell = v.get<bool>() ? "true" : "false";
+  } else if (!v.is_null()) {
+    cell = csv_quote(v.dump());
+  }
+  cells.emplace_back(key, std::move(cell));
+}
+
+}  // namespace
+
+void write_rows_csv(const std::string& path, const nlohmann::ordered_json& rows) {
+  write_file_with(
+      path,
+      [&](std::ostream& out) {
+        bool header = true;
+        for (const auto& row : rows) {
+          std::vector<std::pair<std::string, std::string>> cells;
+          flatten(row, "", cells);
+          if (header) {
+            for (std::size_t i = 0; i < cells.size(); ++i) {
+              out << (i ? "," : "") << cells[i].first;
+            }
+            out << "\n";
+            header = false;
+          }
+          for (std::size_t i = 0; i < cells.size(); ++i) {
+            out << (i ? "," : "") << cells[i].second;
+          }
+          out << "\n";
+        }
+      },
+      "CSV file");
 }
 
 void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,

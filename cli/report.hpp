@@ -56,4 +56,9 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
                                    const sim::SimResult& r, const sim::StepStats& s,
                                    const RunContext& ctx, bool include_ops);
 
+// Writes `rows` (a JSON array of objects with the same keys) as CSV to `path`: a header of the
+// keys, then one line per row. Nested objects are flattened ("config": {"nchannels": 2} becomes
+// a column config_nchannels); numbers keep their shortest exact form, null is an empty cell.
+void write_rows_csv(const std::string& path, const nlohmann::ordered_json& rows);
+
 }  // namespace lagom::cli

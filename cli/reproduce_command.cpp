@@ -980,17 +980,6 @@ Report fig8() {
 
 // --------------------------------------------------------------------------------------------
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) {
-    return s;
-  }
-  std::string q = "\"";
-  for (char c : s) {
-    q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  }
-  return q + "\"";
-}
-
 void write_csv(const std::string& path, const std::vector<Report>& reports) {
   write_file_with(
       path,
@@ -998,9 +987,9 @@ void write_csv(const std::string& path, const std::vector<Report>& reports) {
         out << "target,experiment,metric,paper,ours,ours_text,verdict,mechanism\n";
         for (const Report& r : reports) {
           for (const Claim& c : r.claims) {
-            out << fmt::format("{},{},{},{},{},{},{},{}\n", r.target, csv_field(c.experiment),
-                               csv_field(c.metric), csv_field(c.paper), c.ours,
-                               csv_field(c.ours_text), c.verdict, csv_field(c.mechanism));
+            out << fmt::format("{},{},{},{},{},{},{},{}\n", r.target, csv_quote(c.experiment),
+                               csv_quote(c.metric), csv_quote(c.paper), c.ours,
+                               csv_quote(c.ours_text), c.verdict, csv_quote(c.mechanism));
           }
         }
       },

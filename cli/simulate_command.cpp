@@ -3,10 +3,12 @@
 #include <fmt/ostream.h>
 
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -14,6 +16,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
+#include "lagom/common/text.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/models/model_spec.hpp"
 #include "lagom/search/plan.hpp"
@@ -31,9 +34,104 @@ namespace lagom::cli {
 
 namespace po = boost::program_options;
 
+namespace {
+
+// "0-7,64" -> a mark per rank; lagom::Error naming a malformed item or a rank past the last.
+std::vector<bool> rank_set(const std::string& spec, std::uint32_t ranks) {
+  std::vector<bool> marks(ranks, false);
+  std::stringstream in(spec);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto dash = item.find('-');
+    auto number = [&](std::string_view text) {
+      std::uint32_t v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+        throw Error(
+            fmt::format("--trace-ranks '{}': '{}' is not a rank or a range A-B", spec, item));
+      }
+      if (v >= ranks) {
+        throw Error(fmt::format("--trace-ranks '{}': rank {} is past the step's last rank {}", spec,
+                                v, ranks - 1));
+      }
+      return v;
+    };
+    const std::string_view view(item);
+    const std::uint32_t a = number(view.substr(0, dash));
+    const std::uint32_t b = dash == std::string::npos ? a : number(view.substr(dash + 1));
+    if (b < a) {
+      throw Error(fmt::format("--trace-ranks '{}': the range {} runs backwards", spec, item));
+    }
+    for (std::uint32_t r = a; r <= b; ++r) {
+      marks[r] = true;
+    }
+  }
+  return marks;
+}
+
+// "START_US:END_US" -> nanoseconds; lagom::Error unless 0 <= start < end.
+std::pair<std::int64_t, std::int64_t> time_window(const std::string& spec) {
+  const auto colon = spec.find(':');
+  char* end = nullptr;
+  const std::string a = spec.substr(0, colon);
+  const std::string b = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  const double begin_us = std::strtod(a.c_str(), &end);
+  const bool a_ok = !a.empty() && *end == '\0';
+  const double end_us = std::strtod(b.c_str(), &end);
+  const bool b_ok = !b.empty() && *end == '\0';
+  if (!a_ok || !b_ok || !(begin_us >= 0) || !(end_us > begin_us) || end_us > 1e15) {
+    throw Error(fmt::format(
+        "--trace-window '{}': expected START_US:END_US with 0 <= START < END, e.g. 0:50000", spec));
+  }
+  return {static_cast<std::int64_t>(begin_us * 1e3), static_cast<std::int64_t>(end_us * 1e3)};
+}
+
+// One row per op, written as it goes.
+void write_ops_csv(const traces::Workload& w, const sim::SimResult& r, std::ostream& out) {
+  out << "op,rank,stream,name,kind,bytes,group,launch_us,start_us,end_us,duration_us,alone_us,"
+         "slowdown\n";
+  fmt::memory_buffer buf;
+  for (traces::OpId op = 0; op < w.op_count(); ++op) {
+    const traces::OpTimes& t = r.ops[op];
+    const traces::Rank rank = w.rank_of(op);
+    fmt::format_to(std::back_inserter(buf), "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", op, rank,
+                   csv_quote(w.stream(w.stream_of(op)).name), csv_quote(w.name(op)),
+                   traces::to_string(w.kind(op)), w.bytes(op),
+                   w.group(op) == traces::kNoGroup ? "" : csv_quote(w.group_info(w.group(op)).name),
+                   format_us(t.launch.count_ns()), format_us(t.start.count_ns()),
+                   format_us(t.end.count_ns()), format_us(t.end.count_ns() - t.start.count_ns()),
+                   format_us(t.alone.count_ns()), sim::slowdown(t));
+    if (buf.size() > (1 << 20)) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+// One row per rank and stream.
+void write_ranks_csv(const traces::Workload& w, const sim::StepStats& s, std::ostream& out) {
+  out << "rank,stream,stream_busy_us,stream_idle_us,stream_comm_wait_us,rank_busy_us,"
+         "rank_idle_us\n";
+  for (traces::Rank r = 0; r < w.rank_count(); ++r) {
+    for (traces::StreamId st = w.first_stream(r); st < w.last_stream(r); ++st) {
+      const sim::StreamStats& ss = s.streams[st];
+      out << fmt::format("{},{},{},{},{},{},{}\n", r, csv_quote(w.stream(st).name),
+                         format_us(ss.busy.count_ns()), format_us(ss.idle.count_ns()),
+                         format_us(ss.comm_wait.count_ns()), format_us(s.ranks[r].busy.count_ns()),
+                         format_us(s.ranks[r].idle.count_ns()));
+    }
+  }
+}
+
+}  // namespace
+
 int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   WorkloadInput input;
   std::string trace_path;
+  std::string trace_ranks;
+  std::string trace_window;
+  std::string csv_path;
+  std::string csv_ranks_path;
   std::string plan_path;
   HardwareOptions hw;
   ModelOptions mo;
@@ -61,7 +159,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
       "with --cluster: run the collectives with a config plan (docs/formats/plan.md), as "
       "`lagom tune --out` writes it")(
       "trace", po::value(&trace_path),
-      "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev");
+      "write a Chrome/Perfetto trace (JSON) to FILE; open it in ui.perfetto.dev")(
+      "trace-ranks", po::value(&trace_ranks),
+      "with --trace: only these ranks, e.g. 0-7,64 (a 10,000-GPU step's trace stays small)")(
+      "trace-window", po::value(&trace_window),
+      "with --trace: only ops that run between START_US:END_US of the step")(
+      "csv", po::value(&csv_path),
+      "write one CSV row per op to FILE (times in us; docs/formats/workload.md, Reports)")(
+      "csv-ranks", po::value(&csv_ranks_path),
+      "write one CSV row per rank and stream to FILE (busy, idle and waiting time in us)");
   add_workload_input_options(desc, input);
   add_hardware_options(desc, hw);
   add_model_options(desc, mo);
@@ -134,8 +240,26 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
                            plan.rules.size(), overrides->matched_ops());
   }
 
+  if (trace_path.empty() && (!trace_ranks.empty() || !trace_window.empty())) {
+    throw po::error("--trace-ranks and --trace-window filter --trace: give --trace FILE too");
+  }
+  if (!csv_path.empty()) {
+    write_file_with(
+        csv_path, [&](std::ostream& out) { write_ops_csv(w, result, out); }, "CSV file");
+  }
+  if (!csv_ranks_path.empty()) {
+    write_file_with(
+        csv_ranks_path, [&](std::ostream& out) { write_ranks_csv(w, stats, out); }, "CSV file");
+  }
   if (!trace_path.empty()) {
     traces::ChromeTraceOptions trace_options;
+    if (!trace_ranks.empty()) {
+      trace_options.ranks = rank_set(trace_ranks, w.rank_count());
+    }
+    if (!trace_window.empty()) {
+      std::tie(trace_options.window_begin_ns, trace_options.window_end_ns) =
+          time_window(trace_window);
+    }
     trace_options.extra_args = [&result](traces::OpId op) {
       const traces::OpTimes& t = result.ops[op];
       return fmt::format(R"("alone_us": {}, "slowdown": {})", format_us(t.alone.count_ns()),

@@ -271,6 +271,27 @@ std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::S
   return order;
 }
 
+void write_classes_csv(const std::string& path, const search::Evaluator& eval,
+                       const std::vector<std::string>& methods,
+                       const std::vector<search::SearchResult>& results) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (std::size_t m = 0; m < results.size(); ++m) {
+    const search::SearchResult& r = results[m];
+    for (auto& c : classes_json(eval, r)) {
+      nlohmann::ordered_json row;
+      row["method"] = methods[m];
+      row["step_time_us"] = r.step_time.us();
+      row["speedup_vs_nccl"] = r.nccl_step_time.us() / r.step_time.us();
+      row["evaluations"] = r.evaluations;
+      for (auto& [key, value] : c.items()) {
+        row[key] = value;
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  write_rows_csv(path, rows);
+}
+
 nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command) {
   nlohmann::ordered_json c = context_block(command);
   c["workload"] = what_of(s);

@@ -73,5 +73,10 @@ nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search:
 // Classes by NCCL's total time in the step (calls x time), largest first.
 std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::SearchResult& nccl);
 nlohmann::ordered_json context_json(const SearchSetup& s, const std::string& command);
+// `--csv` of tune and compare: one row per method and collective class (the method's step time
+// and speedup, the class, its chosen configuration and time, NCCL's configuration and time).
+void write_classes_csv(const std::string& path, const search::Evaluator& eval,
+                       const std::vector<std::string>& methods,
+                       const std::vector<search::SearchResult>& results);
 
 }  // namespace lagom::cli

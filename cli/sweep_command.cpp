@@ -324,17 +324,6 @@ std::vector<Point> points_of(const Sweep& s) {
 // ---------------------------------------------------------------------------------------------
 // Rows.
 
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) {
-    return s;
-  }
-  std::string q = "\"";
-  for (char c : s) {
-    q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  }
-  return q + "\"";
-}
-
 std::string num(const ordered_json& v) {
   if (v.is_null()) {
     return "";
@@ -397,7 +386,7 @@ Columns columns_of(const Sweep& s, const std::vector<Point>& all) {
 std::string header_line(const Sweep& s, const Columns& c) {
   std::vector<std::string> h = {"point"};
   for (const Axis& a : s.axes) {
-    h.push_back(csv_cell(a.name));
+    h.push_back(csv_quote(a.name));
   }
   h.insert(h.end(), c.names.begin(), c.names.end());
   h.push_back("status");
@@ -483,7 +472,7 @@ Result run_point(const Sweep& s, const Columns& cols, const Point& p) {
   ordered_json jl;
   jl["point"] = p.index;
   for (std::size_t k = 0; k < s.axes.size(); ++k) {
-    cells.push_back(csv_cell(p.labels[k]));
+    cells.push_back(csv_quote(p.labels[k]));
     jl[s.axes[k].name] = p.labels[k];
   }
   for (std::size_t c = 0; c < cols.names.size(); ++c) {
@@ -491,7 +480,7 @@ Result run_point(const Sweep& s, const Columns& cols, const Point& p) {
     jl[cols.names[c]] = values[c];
   }
   cells.push_back(r.ok ? "ok" : "error");
-  cells.push_back(csv_cell(error));
+  cells.push_back(csv_quote(error));
   jl["status"] = r.ok ? "ok" : "error";
   jl["error"] = error;
   r.csv = fmt::format("{}\n", fmt::join(cells, ","));

@@ -37,7 +37,7 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
   ModelOptions mo;
   TuneOptions t;
   std::string method = "lagom";
-  std::string out_path, csv_path, env_path;
+  std::string out_path, csv_path, env_path, rows_csv;
   po::options_description desc(
       "Usage: lagom tune --model NAME --parallel P --cluster PRESET [--nodes N] [...model "
       "options]\n"
@@ -55,6 +55,8 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
   desc.add_options()("help,h", "show this help")(
       "method", po::value(&method)->default_value("lagom"),
       "nccl, autoccl, lagom, exhaustive or random")("json", "print a JSON report on stdout")(
+      "csv", po::value(&rows_csv),
+      "write one CSV row per collective class to FILE (its configuration and time, NCCL's)")(
       "out,o", po::value(&out_path), "write the plan (JSON) to FILE")(
       "export-nccl-tuner", po::value(&csv_path),
       "write the plan as the CSV NCCL's example tuner plugin reads (NCCL_TUNER_CONFIG_FILE)")(
@@ -86,6 +88,9 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
     std::ostringstream ss;
     search::write_nccl_env(r.plan, ss);
     write_file(env_path, ss.str());
+  }
+  if (!rows_csv.empty()) {
+    write_classes_csv(rows_csv, *s.eval, {std::string(to_string(m))}, {r});
   }
   const double speedup = r.nccl_step_time.us() / r.step_time.us();
   if (vm.count("json")) {

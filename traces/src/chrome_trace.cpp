@@ -37,10 +37,18 @@ void write_chrome_trace(const Workload& w, std::span<const LabelledTimeline> tim
   for (std::size_t i = 0; i < timelines.size(); ++i) {
     const std::span<const OpTimes> t = timelines[i].times;
     const std::vector<bool>& present = timelines[i].present;
-    const auto shown = [&](OpId op) { return present.empty() || present[op]; };
+    const auto rank_shown = [&](Rank r) { return options.ranks.empty() || options.ranks[r]; };
+    const auto shown = [&](OpId op) {
+      return (present.empty() || present[op]) && rank_shown(w.rank_of(op)) &&
+             (options.window_end_ns == 0 || (t[op].end.count_ns() >= options.window_begin_ns &&
+                                             t[op].launch.count_ns() <= options.window_end_ns));
+    };
     const Rank base = static_cast<Rank>(i * w.rank_count());
     const std::string prefix = timelines[i].label.empty() ? "" : timelines[i].label + " ";
     for (Rank r = 0; r < w.rank_count(); ++r) {
+      if (!rank_shown(r)) {
+        continue;
+      }
       sep();
       fmt::format_to(
           std::back_inserter(buf),

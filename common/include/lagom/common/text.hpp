@@ -16,4 +16,20 @@ inline std::string ascii_lower(std::string_view text) {
   return out;
 }
 
+// A CSV cell (RFC 4180): as is, or in double quotes with inner quotes doubled when it holds a
+// comma, a quote or a line break.
+inline std::string csv_quote(std::string_view cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string_view::npos) {
+    return std::string(cell);
+  }
+  std::string q = "\"";
+  for (char c : cell) {
+    q += c;
+    if (c == '"') {
+      q += '"';
+    }
+  }
+  return q + "\"";
+}
+
 }  // namespace lagom

@@ -18,6 +18,12 @@ struct ChromeTraceOptions {
   // (e.g. "\"slowdown\": 1.25"); empty for none.
   std::function<std::string(OpId)> extra_args;
   bool dependency_flows = true;
+  // Filters for large steps: only the ranks marked true (empty: every rank), and only ops whose
+  // time from launch to end meets [window_begin_ns, window_end_ns] (end 0: no window). Flows are
+  // drawn between shown ops only.
+  std::vector<bool> ranks;
+  std::int64_t window_begin_ns = 0;
+  std::int64_t window_end_ns = 0;
 };
 
 // One process per rank ("rank N"), one thread per stream, an "X" slice per op (microseconds,
