@@ -1,12 +1,16 @@
 # Lagom's front door. `make run` builds and runs the main job on an embedded default;
 # `make test` builds and runs the test suite. Both install missing Debian packages first.
-.PHONY: all deps configure build run test test-slurm test-sanitize bench format clean
+.PHONY: all deps deps-notebooks configure build run test test-slurm test-sanitize figures bench format clean
 
 # Debian 12 packages the build needs (see README "Dependencies").
 APT_PACKAGES := cmake ninja-build g++ git make \
   libboost-graph-dev libboost-program-options-dev libeigen3-dev libfmt-dev \
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libprotobuf-dev protobuf-compiler zlib1g-dev
+
+# What the notebooks (notebooks/, run by `make test` and `make figures`) need from Debian.
+NOTEBOOK_PACKAGES := jupyter-nbconvert python3-nbclient python3-ipykernel python3-pandas \
+  python3-matplotlib
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAGOM := build/bin/lagom
@@ -23,6 +27,17 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
+deps-notebooks:
+	@missing=""; for p in $(NOTEBOOK_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing missing Debian packages for the notebooks:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
+	fi
+
 configure: deps
 	cmake --preset default
 
@@ -36,7 +51,7 @@ run: build
 	$(LAGOM) simulate --model llama3-8b --parallel fsdp=16 --cluster a40-nvlink --nodes 2 \
 	  --mbs 1 --gbs 32 --seq 4096
 
-test: build
+test: build deps-notebooks
 	ctest --preset default
 
 # The sweep on a real one-node Slurm cluster (tests/slurm/): installs Slurm from Debian when
@@ -48,6 +63,10 @@ test-sanitize: deps
 	cmake --preset sanitize
 	cmake --build --preset sanitize
 	ctest --preset sanitize
+
+# The notebooks' figures in docs/figures/ (README and docs show them).
+figures: build deps-notebooks
+	bash tests/notebooks/run_notebooks.sh $(LAGOM) . docs/figures
 
 bench: build
 	build/bin/lagom_bench --benchmark_filter='$(or $(FILTER),.)'
