@@ -106,6 +106,10 @@ Documents overridden(const HardwareOptions& opts, bool cluster_only = false) {
   }
   for (jo::Override& o : all) {
     nlohmann::ordered_json& doc = target_of(d, o);
+    if (&doc == &d.cluster_json && o.path == "nodes.count" && opts.nodes != 0) {
+      throw Error(
+          fmt::format("{} and --nodes {} both set the node count: give one", o.text, opts.nodes));
+    }
     if (cluster_only && &doc != &d.cluster_json) {
       throw Error(fmt::format("{}: '{}' is a field of the profile ({}), not of the cluster", o.text,
                               o.path, d.profile_origin));

@@ -10,6 +10,23 @@ namespace lagom::cli {
 
 namespace po = boost::program_options;
 
+namespace {
+
+// --gbs and --seq given must be positive (left out, the defaults apply).
+void check_gbs(const int& v) {
+  if (v < 1) {
+    throw po::error(fmt::format("--gbs must be at least 1, got {}", v));
+  }
+}
+
+void check_seq(const int& v) {
+  if (v < 1) {
+    throw po::error(fmt::format("--seq must be at least 1, got {}", v));
+  }
+}
+
+}  // namespace
+
 void add_model_options(po::options_description& desc, ModelOptions& opts) {
   desc.add_options()("model", po::value(&opts.model),
                      "generate the step from a model: zoo name (--list-models) or model JSON file")(
@@ -17,10 +34,11 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
       "parallelism, e.g. \"fsdp=16\", \"tp=8,dp=2\", \"ep=8\", \"tp=8,pp=4,dp=4\", with "
       "optional sp, vpp=V, zero=Z")("mbs", po::value(&opts.mbs)->default_value(1),
                                     "micro-batch size (sequences)")(
-      "gbs", po::value(&opts.gbs),
+      "gbs", po::value(&opts.gbs)->notifier(&check_gbs),
       "global batch size (sequences; default: mbs x data-parallel "
       "degree x pipeline stages, or mbs x data-parallel degree "
-      "without pipelining)")("seq", po::value(&opts.seq), "sequence length (default: the model's)")(
+      "without pipelining)")("seq", po::value(&opts.seq)->notifier(&check_seq),
+                             "sequence length (default: the model's)")(
       "precision", po::value(&opts.precision)->default_value("bf16"), "bf16, fp16 or fp32")(
       "overlap", po::value(&opts.overlap)->default_value("none"),
       "none, domino (TP communication under the other half-batch's compute) or two-batch "

@@ -116,7 +116,14 @@ std::set<std::string> known_options(Command command) {
 
 std::string scalar_text(const json_reader::Ctx& at, const ordered_json& v) {
   if (v.is_string()) {
-    return v.get<std::string>();
+    const std::string s = v.get<std::string>();
+    if (s.find_first_of("\n\r") != std::string::npos) {
+      at.fail("a value may not hold a line break");
+    }
+    return s;
+  }
+  if (v.is_number_unsigned()) {
+    return std::to_string(v.get<std::uint64_t>());
   }
   if (v.is_number_integer()) {
     return std::to_string(v.get<std::int64_t>());
@@ -139,8 +146,12 @@ void append_args(const json_reader::Ctx& at, const std::string& option, const or
                           json_reader::type_of(v)));
     }
     for (const auto& [path, value] : v.items()) {
-      const std::string kv =
-          fmt::format("{}={}", path, value.is_string() ? value.get<std::string>() : value.dump());
+      // The value as JSON, so that --set keeps its type ("800" stays a string).
+      const std::string kv = fmt::format("{}={}", path, value.dump());
+      if (path.empty() || path.find('=') != std::string::npos ||
+          kv.find_first_of("\n\r") != std::string::npos) {
+        at.at(path).fail("an override path has no '=' and no value holds a line break");
+      }
       args.insert(args.end(), {"--set", kv});
       parts.push_back(kv);
     }
@@ -497,6 +508,17 @@ struct CsvFile {
   std::map<std::size_t, std::string> rows;  // point -> whole line
 };
 
+// The cells of one CSV line (quoted commas do not count).
+std::size_t csv_cells(std::string_view line) {
+  std::size_t n = 1;
+  bool quoted = false;
+  for (char c : line) {
+    quoted = c == '"' ? !quoted : quoted;
+    n += c == ',' && !quoted ? 1 : 0;
+  }
+  return n;
+}
+
 // Reads a sweep CSV (ours): the comment line, the header and each row by point.
 CsvFile read_csv(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -508,8 +530,14 @@ CsvFile read_csv(const std::string& path) {
   if (!std::getline(in, line) || !line.starts_with("# lagom sweep ")) {
     throw Error(fmt::format("{}: not a lagom sweep output (no '# lagom sweep' first line)", path));
   }
+  auto chomp = [](std::string& l) {
+    if (!l.empty() && l.back() == '\r') {
+      l.pop_back();
+    }
+  };
+  chomp(line);
   f.comment = line + "\n";
-  if (!std::getline(in, line) || !line.starts_with("point,")) {
+  if (!std::getline(in, line) || (chomp(line), !line.starts_with("point,"))) {
     throw Error(fmt::format("{}: line 2 is not the sweep's header", path));
   }
   f.header = line + "\n";
@@ -517,6 +545,7 @@ CsvFile read_csv(const std::string& path) {
     if (in.eof()) {
       break;  // a last line without its newline was cut off: it will be run again
     }
+    chomp(line);
     std::size_t point = 0;
     const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), point);
     if (ec != std::errc() || end == line.data() + line.size() || *end != ',') {
@@ -544,7 +573,14 @@ Comment parse_comment(const std::string& path, const std::string& line) {
     throw Error(
         fmt::format("{}: malformed first line '{}'", path, line.substr(0, line.size() - 1)));
   }
-  c.points = std::stoul(points.substr(7));
+  const std::string n = points.substr(7);
+  const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), c.points);
+  if (n.empty() || ec != std::errc() || end != n.data() + n.size() || c.points > 1000000) {
+    throw Error(
+        fmt::format("{}: malformed first line: points must be a count up to 1,000,000, "
+                    "got '{}'",
+                    path, n));
+  }
   return c;
 }
 
@@ -697,6 +733,21 @@ int sweep_command(const std::vector<std::string>& args) {
   if (jobs < 1 || jobs > 1024) {
     throw po::error(fmt::format("-j must be between 1 and 1024, got {}", jobs));
   }
+  if (!jsonl_path.empty() && vm.count("resume")) {
+    throw po::error(
+        "--jsonl cannot be resumed (its rows come in completion order): resume the "
+        "CSV alone");
+  }
+  for (const std::string& o : {out_path, jsonl_path}) {
+    std::error_code ec;
+    if (!o.empty() && std::filesystem::exists(o) && std::filesystem::exists(file) &&
+        std::filesystem::equivalent(o, file, ec)) {
+      throw po::error(fmt::format("'{}' is the sweep file: choose another output", o));
+    }
+  }
+  if (!out_path.empty() && out_path == jsonl_path) {
+    throw po::error("--out and --jsonl name the same file");
+  }
   if (vm.count("resume") && out_path.empty()) {
     throw po::error("--resume needs --out FILE (the output to resume)");
   }
@@ -767,6 +818,18 @@ int sweep_command(const std::vector<std::string>& args) {
                       comment.substr(0, comment.size() - 1)));
     }
     done = std::move(prior.rows);
+    // Rows that cannot be this shard's (a point past the sweep or of another shard, a wrong
+    // number of cells) are run again.
+    const std::size_t cells = csv_cells(header);
+    std::erase_if(done, [&](const auto& row) {
+      const bool bad = row.first >= all.size() || row.first % shard_n != shard_i ||
+                       csv_cells(row.second) != cells;
+      if (bad) {
+        fmt::print(stderr, "lagom sweep: --resume: dropping the malformed row for point {}\n",
+                   row.first);
+      }
+      return bad;
+    });
     // Rewritten without a cut-off last line, so that new rows append to whole lines.
     std::string text = comment + header;
     for (const auto& [point, line] : done) {
@@ -905,7 +968,8 @@ int sweep_command(const std::vector<std::string>& args) {
     fmt::print(stderr, "lagom sweep: {} of {} points failed (status \"error\" rows)\n", failed,
                todo.size());
   }
-  return kExitOk;
+  // Every point failing is a broken sweep, not a result.
+  return failed > 0 && failed == todo.size() ? kExitError : kExitOk;
 }
 
 }  // namespace lagom::cli

@@ -122,9 +122,9 @@ Override parse(Op op, std::string_view spec) {
   o.value = std::string(spec.substr(eq + 1));
   o.text = fmt::format("{} {}", flag, spec);
   if (op == Op::kScale) {
-    char* end = nullptr;
-    const double f = std::strtod(o.value.c_str(), &end);
-    if (end == o.value.c_str() || *end != '\0' || !std::isfinite(f) || !(f > 0)) {
+    const json parsed = json::parse(o.value, nullptr, false);
+    const double f = parsed.is_number() ? parsed.get<double>() : 0;
+    if (!parsed.is_number() || !std::isfinite(f) || !(f > 0)) {
       throw Error(
           fmt::format("{}: the factor must be a positive number, got '{}'", o.text, o.value));
     }
@@ -141,6 +141,23 @@ void apply(json& doc, const Override& o, std::string_view origin) {
   if (at == nullptr) {
     throw Error(fmt::format("{}: {} has no field '{}'", o.text, origin, o.path));
   }
+  // A measured value's parts: its value is the value (its source then records the override);
+  // its source only changes with it.
+  if (const auto dot = o.path.rfind('.'); dot != std::string::npos) {
+    json* parent = find(doc, std::string_view(o.path).substr(0, dot));
+    const std::string_view leaf = std::string_view(o.path).substr(dot + 1);
+    if (parent != nullptr && is_measured(*parent)) {
+      if (leaf == "source") {
+        throw Error(
+            fmt::format("{}: a measured value's source records where it came from; set "
+                        "'{}' and the override is recorded there",
+                        o.text, o.path.substr(0, dot)));
+      }
+      if (leaf == "value") {
+        at = parent;
+      }
+    }
+  }
   json* target = is_measured(*at) ? &(*at)["value"] : at;
   if (o.op == Op::kScale) {
     if (!target->is_number()) {
@@ -148,6 +165,10 @@ void apply(json& doc, const Override& o, std::string_view origin) {
                               kind_of(*target)));
     }
     const double scaled = target->get<double>() * std::strtod(o.value.c_str(), nullptr);
+    if (!std::isfinite(scaled)) {
+      throw Error(fmt::format("{}: {}: '{}' times {} is not a finite number", o.text, origin,
+                              o.path, o.value));
+    }
     if (target->is_number_integer() && scaled == std::floor(scaled) && std::abs(scaled) < 9.0e15) {
       *target = static_cast<std::int64_t>(scaled);
     } else {
@@ -162,6 +183,12 @@ void apply(json& doc, const Override& o, std::string_view origin) {
         (v.is_number() && target->is_number()) || (v.is_string() && target->is_string()) ||
         (v.is_boolean() && target->is_boolean()) || (v.is_array() && target->is_array()) ||
         (v.is_object() && target->is_object());
+    if (!same && target->is_number() && v.is_string()) {
+      throw Error(
+          fmt::format("{}: {}: '{}' is a number and '{}' is not one (JSON syntax: 800, "
+                      "0.5, 1e3)",
+                      o.text, origin, o.path, o.value));
+    }
     if (!same) {
       throw Error(fmt::format("{}: {}: '{}' is {}, not {}", o.text, origin, o.path,
                               kind_of(*target), kind_of(v)));

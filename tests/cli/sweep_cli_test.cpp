@@ -162,6 +162,25 @@ TEST(SweepCli, ResumeFinishesAnInterruptedOutput) {
   const CliRun r = run_lagom({"sweep", sweep, "--out", part, "--resume"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(slurp(part), slurp(whole));
+  // A row that cannot be this sweep's (point 99 of 12) is dropped and the file still completes.
+  std::ofstream(part, std::ios::app) << "99,phi-2,x,,1,2,3,4,5,ok,\n";
+  const CliRun again = run_lagom({"sweep", sweep, "--out", part, "--resume"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(contains(again.err, "dropping the malformed row for point 99")) << again.err;
+  EXPECT_EQ(slurp(part), slurp(whole));
+  // A merge input whose first line is not a sweep's count is refused before any work.
+  const std::string bad = (dir.path() / "bad.csv").string();
+  std::string text = slurp(whole);
+  text.replace(text.find("points=12"), 9, "points=-1");
+  std::ofstream(bad, std::ios::binary) << text;
+  const CliRun m = run_lagom({"sweep", "merge", (dir.path() / "m.csv").string(), bad, whole});
+  EXPECT_EQ(m.exit_code, 1);
+  EXPECT_TRUE(contains(m.err, "points must be a count up to 1,000,000")) << m.err;
+  // Outputs that would clobber the sweep file or each other, and a JSONL resume, are refused.
+  EXPECT_EQ(run_lagom({"sweep", sweep, "--out", sweep}).exit_code, 2);
+  EXPECT_EQ(run_lagom({"sweep", sweep, "--out", part, "--jsonl", part}).exit_code, 2);
+  EXPECT_EQ(
+      run_lagom({"sweep", sweep, "--out", part, "--jsonl", part + ".jl", "--resume"}).exit_code, 2);
   // Resuming another sweep's output is refused.
   std::string other = kSweep;
   other.replace(other.find("\"mbs\": 1"), 8, "\"mbs\": 2");

@@ -116,6 +116,19 @@ TEST(WhatIfCli, MistakesNameThePath) {
   EXPECT_TRUE(contains(r.err, "write cluster.description or profile.description")) << r.err;
   r = run({"--set", "cluster.description=x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The node count has one source, and a measured value's source follows its value.
+  r = run({"--nodes", "1", "--set", "nodes.count=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "both set the node count")) << r.err;
+  r = run({"--set", "contention.l2_pollution.source=measured"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "a measured value's source records where it came from")) << r.err;
+  r = run({"--scale", "network.nic_speed_Gbps=1e308"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "is not a finite number")) << r.err;
+  r = run({"--seq", "-5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--seq must be at least 1")) << r.err;
   // lagom cluster takes cluster fields only.
   r = run_lagom({"cluster", "a40-nvlink", "--set", "gpu.sms=10"});
   EXPECT_EQ(r.exit_code, 1);
