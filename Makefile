@@ -1,6 +1,6 @@
 # Lagom's front door. `make run` builds and runs the main job on an embedded default;
 # `make test` builds and runs the test suite. Both install missing Debian packages first.
-.PHONY: all deps deps-notebooks configure build run test test-slurm test-sanitize figures bench format clean
+.PHONY: all deps deps-notebooks deps-fuzz configure build run test test-slurm test-sanitize fuzz fuzz-smoke figures bench format clean
 
 # Debian 12 packages the build needs (see README "Dependencies").
 APT_PACKAGES := cmake ninja-build g++ git make \
@@ -11,6 +11,9 @@ APT_PACKAGES := cmake ninja-build g++ git make \
 # What the notebooks (notebooks/, run by `make test` and `make figures`) need from Debian.
 NOTEBOOK_PACKAGES := jupyter-nbconvert python3-nbclient python3-ipykernel python3-pandas \
   python3-matplotlib
+
+# The fuzz build (clang's libFuzzer runtime).
+FUZZ_PACKAGES := clang libclang-rt-14-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAGOM := build/bin/lagom
@@ -33,6 +36,17 @@ deps-notebooks:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing missing Debian packages for the notebooks:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
+	fi
+
+deps-fuzz: deps
+	@missing=""; for p in $(FUZZ_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing missing Debian packages for the fuzzers:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || \
 	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
@@ -64,6 +78,17 @@ test-sanitize: deps
 	cmake --build --preset sanitize
 	ctest --preset sanitize
 
+# The libFuzzer harnesses (fuzz/, docs/RELIABILITY.md), each run FUZZ_SECONDS (default 60);
+# FUZZ_TARGETS picks some. `make fuzz-smoke` is CI's pass: 15 s each.
+FUZZ_SECONDS ?= 60
+fuzz: deps-fuzz
+	cmake --preset fuzz
+	cmake --build --preset fuzz
+	fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=15
+
 # The notebooks' figures in docs/figures/ (README and docs show them).
 figures: build deps-notebooks
 	bash tests/notebooks/run_notebooks.sh $(LAGOM) . docs/figures
@@ -75,4 +100,4 @@ format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
 clean:
-	rm -rf build build-sanitize
+	rm -rf build build-sanitize build-fuzz

@@ -19,8 +19,8 @@ namespace {
 // collective durations (the synthetic default, shorter than the model's) the contention model
 // runs every collective as a capped flow; with model-timed collectives it runs them as the
 // collective model's own flows, the case a real trace or generator step produces.
-struct Setup {
-  explicit Setup(bool comm_durations)
+struct ContentionSetup {
+  explicit ContentionSetup(bool comm_durations)
       : w(synthetic_step({64, 64, 8, 1, comm_durations})),
         cluster(topologies::load_cluster("dgx-h100", 8)),
         profile(hardware::load_profile("h100-sxm")) {}
@@ -29,16 +29,16 @@ struct Setup {
   hardware::HardwareProfile profile;
 };
 
-const Setup& setup(bool comm_durations) {
-  static const Setup measured(true);
-  static const Setup modelled(false);
+const ContentionSetup& setup(bool comm_durations) {
+  static const ContentionSetup measured(true);
+  static const ContentionSetup modelled(false);
   return comm_durations ? measured : modelled;
 }
 
 // Arg 0: contention off/on; arg 1: collectives measured (1) or model-timed (0).
 void BM_Contention(benchmark::State& state) {
   const bool measured = state.range(1) != 0;
-  const Setup& s = setup(measured);
+  const ContentionSetup& s = setup(measured);
   const bool on = state.range(0) != 0;
   std::uint64_t records = 2ULL * s.w.op_count();
   sim::Simulation simulation(s.w, s.cluster, s.profile, sim::SimulationOptions{on, {}});

@@ -87,9 +87,8 @@ nlohmann::ordered_json& target_of(Documents& d, jo::Override& o) {
 Documents overridden(const HardwareOptions& opts, bool cluster_only = false) {
   Documents d;
   d.cluster = topologies::cluster_document(opts.cluster);
-  // Parsed for its errors (an empty file, bad JSON), then kept in document order.
-  (void)json_reader::parse_document(d.cluster.text, d.cluster.origin, "lagom.cluster");
-  d.cluster_json = nlohmann::ordered_json::parse(d.cluster.text);
+  d.cluster_json =
+      json_reader::parse_ordered_document(d.cluster.text, d.cluster.origin, "lagom.cluster");
   // The profile as the cluster's GPU type (or --profile) gives it, as a document.
   const topologies::ClusterSpec plain = topologies::cluster_spec_of(d.cluster);
   const hardware::HardwareProfile p = opts.profile.empty()

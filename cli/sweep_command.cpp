@@ -190,8 +190,7 @@ Sweep read_sweep(const std::string& path) {
   Sweep s;
   s.origin = path;
   const std::string text = json_reader::read_text_file(path, "sweep file");
-  (void)json_reader::parse_document(text, path, "lagom.sweep");  // its errors for bad JSON
-  const ordered_json doc = ordered_json::parse(text);
+  const ordered_json doc = json_reader::parse_ordered_document(text, path, "lagom.sweep");
   s.hash = fmt::format("fnv1a64:{:016x}", fnv1a64(doc.dump()));
   const json_reader::Ctx ctx{path, ""};
   if (!doc.is_object()) {

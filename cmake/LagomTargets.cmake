@@ -12,6 +12,9 @@ function(lagom_target_defaults target)
                                              -fno-sanitize-recover=undefined)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
+  if(LAGOM_FUZZ)  # coverage feedback for libFuzzer in every library a harness links
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
 endfunction()
 
 # Declares a Lagom library `lagom_<name>` with alias `lagom::<name>` and public headers in

@@ -400,7 +400,7 @@ class Fitter {
       }
       const double in_flight = 4.0 * ctas * static_cast<double>(chunk);
       points.push_back(
-          Point{[=](const HardwareProfile& p) {
+          Point{[=, ctas = ctas](const HardwareProfile& p) {
                   const sim::ComputeModel cm(p);
                   const int held = std::min(ctas, cm.sms());
                   const sim::SmGrant grant{cm.sms() - held, held,

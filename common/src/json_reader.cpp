@@ -42,24 +42,48 @@ std::string read_text_file(const std::string& path, std::string_view what) {
   return std::move(ss).str();
 }
 
-json parse_document(std::string_view text, std::string_view origin, std::string_view format) {
+namespace {
+
+void refuse_empty(std::string_view text, std::string_view origin, std::string_view format) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw Error(fmt::format("{}: the file is empty; expected a JSON object with \"format\": \"{}\"",
                             origin, format));
   }
+}
+
+// nlohmann's syntax errors and number overflows (out_of_range.406, "number overflow parsing
+// '1e400'") as one Error; its bracketed tag ("[json.exception.parse_error.101] ") dropped.
+template <class Json>
+Json parse_or_refuse(std::string_view text, std::string_view origin) {
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5:
-    // syntax error while parsing ..."; drop the bracketed tag.
+    return Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
       what = what.substr(tag_end + 2);
     }
-    const bool truncated = e.byte >= text.size();
+    const auto* syntax = dynamic_cast<const nlohmann::json::parse_error*>(&e);
+    const bool truncated = syntax != nullptr && syntax->byte >= text.size();
     throw Error(fmt::format("{}: not valid JSON: {}{}", origin, what,
                             truncated ? " (the document ends early: is the file truncated?)" : ""));
   }
+}
+
+}  // namespace
+
+json parse_document(std::string_view text, std::string_view origin, std::string_view format) {
+  refuse_empty(text, origin, format);
+  return parse_or_refuse<json>(text, origin);
+}
+
+nlohmann::ordered_json parse_ordered_document(std::string_view text, std::string_view origin,
+                                              std::string_view format) {
+  refuse_empty(text, origin, format);
+  return parse_or_refuse<nlohmann::ordered_json>(text, origin);
+}
+
+nlohmann::ordered_json parse_ordered_json(std::string_view text, std::string_view origin) {
+  return parse_or_refuse<nlohmann::ordered_json>(text, origin);
 }
 
 std::string type_of(const json& v) {

@@ -10,6 +10,7 @@
 
 #include "lagom/common/embedded.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
 
 namespace lagom::hardware {
 namespace profiles {
@@ -110,12 +111,7 @@ std::string_view compute_class_name(int index) {
 }
 
 HardwareProfile parse_profile_json(std::string_view text, std::string_view origin) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error; out_of_range for numbers like 1e400
-    throw Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
-  }
+  const json doc = json_reader::parse_document(text, origin, "lagom.profile");
   const Reader r{origin};
   if (!doc.is_object()) {
     r.fail("", "expected a JSON object");

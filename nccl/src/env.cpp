@@ -100,10 +100,11 @@ void apply_env(const std::map<std::string, std::string>& vars, CommInfo& info) {
   Channels ch;
   ch.min_ctas = info.min_ctas;
   ch.max_ctas = info.max_ctas;
-  for (const auto& [name, value] : vars) {
+  for (const auto& var : vars) {
+    const auto& [name, value] = var;
     const auto& table = setters();
     const auto it = std::find_if(table.begin(), table.end(),
-                                 [&](const auto& entry) { return entry.first == name; });
+                                 [&](const auto& entry) { return entry.first == var.first; });
     if (it == table.end()) {
       std::string known;
       for (const auto& entry : table) {

@@ -19,7 +19,7 @@ using traces::OpId;
 using traces::Rank;
 using traces::Workload;
 
-namespace {
+namespace engine_detail {
 
 // A scheduled completion. 24 bytes; the heap holds at most one live event per running activity
 // plus superseded ones not yet popped.
@@ -48,7 +48,10 @@ struct Slot {
   // Kept to 32 bytes: the slot array is touched on every event.
 };
 
-}  // namespace
+}  // namespace engine_detail
+using engine_detail::Event;
+using engine_detail::Later;
+using engine_detail::Slot;
 
 class Engine::Impl {
  public:

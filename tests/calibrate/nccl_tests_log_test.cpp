@@ -10,6 +10,7 @@
 #include <string>
 
 #include "lagom/common/error.hpp"
+#include "strings.hpp"
 #include "test_util.hpp"
 
 namespace lagom::calibrate {
@@ -17,9 +18,7 @@ namespace {
 
 using test::error_of;
 
-bool contains(const std::string& s, std::string_view part) {
-  return s.find(part) != std::string::npos;
-}
+using test::contains;
 
 // Half a unit in the last place nccl-tests printed. Current versions (getFloatStr) write the
 // value in `width` characters with 2 decimals if they fit, else 1, else 0; older ones printed

@@ -4,13 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 TEST(Cli, HelpListsCommands) {
   CliRun r = run_lagom({"--help"});

@@ -9,15 +9,12 @@
 #include "cli_runner.hpp"
 #include "lagom/common/hash.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
 
 using nlohmann::json;
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 // Runs of spaces and line breaks (the description wraps) as one space.
 std::string flat(const std::string& text) {
@@ -33,15 +30,6 @@ std::string flat(const std::string& text) {
 
 std::string preset_file(const std::string& name) {
   return slurp(std::string(LAGOM_SOURCE_DIR) + "/topologies/presets/" + name + ".json");
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 TEST(ClusterCli, Help) {

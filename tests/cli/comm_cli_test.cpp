@@ -4,19 +4,12 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "cli_json.hpp"
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
-
-nlohmann::json json_of(const CliRun& r) {
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
 
 TEST(CommCli, HelpNamesTheKnobs) {
   CliRun r = run_lagom({"comm", "--help"});

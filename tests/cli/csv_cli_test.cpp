@@ -8,13 +8,10 @@
 #include <sstream>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 std::vector<std::vector<std::string>> read_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
@@ -39,14 +36,14 @@ std::vector<std::vector<std::string>> read_csv(const std::string& text) {
   return rows;
 }
 
-const std::vector<std::string> kStep = {"simulate", "--model",   "phi-2",     "--parallel",
-                                        "fsdp=8",   "--cluster", "a40-nvlink"};
+const std::vector<std::string> kCsvStep = {"simulate", "--model",   "phi-2",     "--parallel",
+                                           "fsdp=8",   "--cluster", "a40-nvlink"};
 
 TEST(CsvCli, SimulateOpsAndRanksMatchTheJsonReport) {
   TempDir dir;
   const std::string ops = (dir.path() / "ops.csv").string();
   const std::string ranks = (dir.path() / "ranks.csv").string();
-  std::vector<std::string> args = kStep;
+  std::vector<std::string> args = kCsvStep;
   args.insert(args.end(), {"--json", "--csv", ops, "--csv-ranks", ranks});
   const CliRun r = run_lagom(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -74,7 +71,7 @@ TEST(CsvCli, SimulateOpsAndRanksMatchTheJsonReport) {
 TEST(CsvCli, TraceFiltersKeepTheRanksAndTheWindow) {
   TempDir dir;
   const std::string trace = (dir.path() / "t.json").string();
-  std::vector<std::string> args = kStep;
+  std::vector<std::string> args = kCsvStep;
   args.insert(args.end(),
               {"--trace", trace, "--trace-ranks", "0-1,5", "--trace-window", "1000:60000"});
   const CliRun r = run_lagom(args);
@@ -94,20 +91,20 @@ TEST(CsvCli, TraceFiltersKeepTheRanksAndTheWindow) {
   EXPECT_EQ(pids, (std::set<int>{0, 1, 5}));
   EXPECT_GT(slices, 0u);
   // Bad filters name themselves.
-  args = kStep;
+  args = kCsvStep;
   args.insert(args.end(), {"--trace", trace, "--trace-ranks", "3-1"});
   CliRun bad = run_lagom(args);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_TRUE(contains(bad.err, "the range 3-1 runs backwards")) << bad.err;
-  args = kStep;
+  args = kCsvStep;
   args.insert(args.end(), {"--trace", trace, "--trace-ranks", "8"});
   bad = run_lagom(args);
   EXPECT_TRUE(contains(bad.err, "rank 8 is past the step's last rank 7")) << bad.err;
-  args = kStep;
+  args = kCsvStep;
   args.insert(args.end(), {"--trace", trace, "--trace-window", "50"});
   bad = run_lagom(args);
   EXPECT_TRUE(contains(bad.err, "expected START_US:END_US")) << bad.err;
-  args = kStep;
+  args = kCsvStep;
   args.insert(args.end(), {"--trace-window", "0:5"});
   bad = run_lagom(args);
   EXPECT_EQ(bad.exit_code, 2);

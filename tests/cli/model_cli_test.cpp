@@ -6,14 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 #include "test_util.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 std::vector<std::string> simulate(std::vector<std::string> extra) {
   std::vector<std::string> args{"simulate"};
@@ -91,7 +88,7 @@ TEST(ModelCli, RecomputationIsNotCountedAsModelFlops) {
   EXPECT_LT(b["mfu"].get<double>(), a["mfu"].get<double>());
 }
 
-struct BadCase {
+struct ModelCliBadCase {
   const char* what;
   std::vector<std::string> args;
   int exit_code;
@@ -100,7 +97,7 @@ struct BadCase {
 
 // The bad-input catalogue: each case exits 1 (2 for usage errors), prints nothing on stdout and
 // names the rule on stderr.
-const BadCase kBadCases[] = {
+const ModelCliBadCase kModelCliBadCases[] = {
     {"unknown model, listing the known ones",
      {"--model", "llama9-1t", "--parallel", "dp=8", "--cluster", "a40-nvlink"},
      1,
@@ -181,10 +178,10 @@ const BadCase kBadCases[] = {
      {"--precision 'fp8'"}},
 };
 
-class ModelCliBadInput : public ::testing::TestWithParam<BadCase> {};
+class ModelCliBadInput : public ::testing::TestWithParam<ModelCliBadCase> {};
 
 TEST_P(ModelCliBadInput, ExitsNamingTheRule) {
-  const BadCase& c = GetParam();
+  const ModelCliBadCase& c = GetParam();
   CliRun r = run_lagom(simulate(c.args));
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -193,8 +190,8 @@ TEST_P(ModelCliBadInput, ExitsNamingTheRule) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalogue, ModelCliBadInput, ::testing::ValuesIn(kBadCases),
-                         case_name<BadCase>);
+INSTANTIATE_TEST_SUITE_P(Catalogue, ModelCliBadInput, ::testing::ValuesIn(kModelCliBadCases),
+                         case_name<ModelCliBadCase>);
 
 TEST(ModelCli, ListModels) {
   CliRun r = run_lagom({"simulate", "--list-models"});

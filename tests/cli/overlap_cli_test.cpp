@@ -6,13 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 struct Row {
   double comm_us, comm_alone_us, compute_us, compute_alone_us, makespan_us;

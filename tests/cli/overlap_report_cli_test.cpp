@@ -8,19 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_json.hpp"
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
-
-nlohmann::json json_of(const CliRun& r) {
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
 
 // overlap-2gpu.json: on each of 2 ranks, a GEMM (1056 blocks, 1 per SM) on stream "compute"
 // and a 256 MiB all-reduce on stream "comm", both launched at 0. Rank r's ops overlap, so each

@@ -6,13 +6,10 @@
 #include <set>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 nlohmann::json target_json(const std::vector<std::string>& args) {
   std::vector<std::string> a = {"reproduce"};

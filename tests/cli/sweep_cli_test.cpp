@@ -7,13 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 std::string write(const TempDir& dir, const std::string& name, const std::string& text) {
   const std::string path = (dir.path() / name).string();
@@ -32,7 +29,7 @@ constexpr const char* kSweep = R"({
   }
 })";
 
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> complete_lines(const std::string& text) {
   std::vector<std::string> out;
   std::size_t start = 0;
   for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
@@ -53,7 +50,7 @@ TEST(SweepCli, RowsInPointOrderForAnyJobsAndFailuresAreRows) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = slurp(a);
   EXPECT_EQ(text, slurp(b));
-  const std::vector<std::string> rows = lines_of(text);
+  const std::vector<std::string> rows = complete_lines(text);
   ASSERT_EQ(rows.size(), 2u + 12u);
   EXPECT_TRUE(rows[0].starts_with("# lagom sweep fnv1a64:")) << rows[0];
   EXPECT_TRUE(contains(rows[0], " simulate points=12")) << rows[0];
@@ -86,7 +83,7 @@ TEST(SweepCli, RowsInPointOrderForAnyJobsAndFailuresAreRows) {
   EXPECT_LT(step(3), step(2));
   EXPECT_DOUBLE_EQ(step(4), step(2));
   // The JSON lines hold the same rows.
-  const std::vector<std::string> jl = lines_of(slurp((dir.path() / "b.jsonl").string()));
+  const std::vector<std::string> jl = complete_lines(slurp((dir.path() / "b.jsonl").string()));
   ASSERT_EQ(jl.size(), 12u);
   const auto j0 = nlohmann::json::parse(jl[0]);
   EXPECT_EQ(j0["point"], 0);
@@ -105,7 +102,7 @@ TEST(SweepCli, ShardsMergeToTheUnshardedBytes) {
     const CliRun r =
         run_lagom({"sweep", sweep, "--shard", std::to_string(i) + "/4", "--out", shard});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(lines_of(slurp(shard)).size(), 2u + 3u);  // points i, i+4, i+8
+    EXPECT_EQ(complete_lines(slurp(shard)).size(), 2u + 3u);  // points i, i+4, i+8
     merge.push_back(shard);
   }
   // Out of order on the command line: the merge sorts by point.
@@ -138,7 +135,7 @@ TEST(SweepCli, SlurmArrayVariablesChooseTheShard) {
                           "SLURM_ARRAY_TASK_COUNT=4 " +
                           shell_quote(LAGOM_CLI_PATH) + " sweep s.json --list > list.txt";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  const std::vector<std::string> listed = lines_of(slurp(dir.path() / "list.txt"));
+  const std::vector<std::string> listed = complete_lines(slurp(dir.path() / "list.txt"));
   ASSERT_EQ(listed.size(), 3u);  // shard 1/4: points 1, 5, 9
   EXPECT_TRUE(listed[0].starts_with("1\tmodel=phi-2 ")) << listed[0];
   EXPECT_TRUE(listed[1].starts_with("5\t")) << listed[1];
@@ -152,7 +149,7 @@ TEST(SweepCli, ResumeFinishesAnInterruptedOutput) {
   const std::string whole = (dir.path() / "whole.csv").string();
   ASSERT_EQ(run_lagom({"sweep", sweep, "--out", whole}).exit_code, 0);
   // What an interruption leaves: some rows, out of order, and a last line cut off.
-  const std::vector<std::string> rows = lines_of(slurp(whole));
+  const std::vector<std::string> rows = complete_lines(slurp(whole));
   const std::string part = (dir.path() / "part.csv").string();
   std::ofstream(part, std::ios::binary) << rows[0] << "\n"
                                         << rows[1] << "\n"
@@ -238,7 +235,7 @@ TEST(SweepCli, CompareAndTunePointsReportSpeedups) {
   })");
   const CliRun r = run_lagom({"sweep", sweep});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<std::string> rows = lines_of(r.out);
+  const std::vector<std::string> rows = complete_lines(r.out);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[1],
             "point,model,nccl_env,nccl_step_time_us,lagom_step_time_us,lagom_speedup_vs_nccl,"

@@ -14,23 +14,20 @@
 
 #include "cli_runner.hpp"
 #include "lagom/search/plan.hpp"
+#include "strings.hpp"
 #include "test_util.hpp"
 
 namespace lagom::test {
 namespace {
 
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
-
 // Phi-2 with FSDP over one node of cluster A, sequence shortened: six collective classes, and
 // (folded) one simulated rank, so each search takes milliseconds.
-const std::vector<std::string> kStep{"--model",   "phi-2",      "--parallel", "fsdp=8",
-                                     "--cluster", "a40-nvlink", "--mbs",      "2",
-                                     "--gbs",     "16",         "--seq",      "512"};
+const std::vector<std::string> kTuneStep{"--model",   "phi-2",      "--parallel", "fsdp=8",
+                                         "--cluster", "a40-nvlink", "--mbs",      "2",
+                                         "--gbs",     "16",         "--seq",      "512"};
 
 std::vector<std::string> cmd(const std::string& command, std::vector<std::string> extra,
-                             const std::vector<std::string>& step = kStep) {
+                             const std::vector<std::string>& step = kTuneStep) {
   std::vector<std::string> args{command};
   args.insert(args.end(), step.begin(), step.end());
   args.insert(args.end(), extra.begin(), extra.end());
@@ -38,7 +35,7 @@ std::vector<std::string> cmd(const std::string& command, std::vector<std::string
 }
 
 // The JSON a successful run printed; a failed run throws, failing the test with its stderr.
-nlohmann::json json_of(const CliRun& r) {
+nlohmann::json json_or_throw(const CliRun& r) {
   if (r.exit_code != 0) {
     throw std::runtime_error(fmt::format("lagom exited {}: {}", r.exit_code, r.err));
   }
@@ -52,7 +49,8 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 
 TEST(TuneCli, PlanReplaysToTheReportedStepTime) {
   TempDir tmp;
-  const nlohmann::json nccl = json_of(run_lagom(cmd("simulate", {"--json", "--no-op-times"})));
+  const nlohmann::json nccl =
+      json_or_throw(run_lagom(cmd("simulate", {"--json", "--no-op-times"})));
   struct Case {
     const char* what;
     std::vector<std::string> args;
@@ -68,11 +66,11 @@ TEST(TuneCli, PlanReplaysToTheReportedStepTime) {
     const std::string plan = (tmp.path() / "plan.json").string();
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--out", plan, "--json"});
-    const nlohmann::json tune = json_of(run_lagom(cmd("tune", args)));
+    const nlohmann::json tune = json_or_throw(run_lagom(cmd("tune", args)));
     // NCCL's step is `lagom simulate`'s.
     EXPECT_EQ(tune["nccl_step_time_us"], nccl["step_time_us"]);
     const nlohmann::json replay =
-        json_of(run_lagom(cmd("simulate", {"--plan", plan, "--json", "--no-op-times"})));
+        json_or_throw(run_lagom(cmd("simulate", {"--plan", plan, "--json", "--no-op-times"})));
     EXPECT_EQ(replay["step_time_us"], tune["step_time_us"]);
     EXPECT_TRUE(contains(replay["context"]["plan"].get<std::string>(),
                          fmt::format("{} rules", tune["classes"].size())))
@@ -89,7 +87,7 @@ TEST(TuneCli, PlanReplaysToTheReportedStepTime) {
 
 TEST(TuneCli, JsonReportHasTheDocumentedFields) {
   const nlohmann::json j =
-      json_of(run_lagom(cmd("tune", {"--method", "lagom", "--grid", "coarse", "--json"})));
+      json_or_throw(run_lagom(cmd("tune", {"--method", "lagom", "--grid", "coarse", "--json"})));
   const auto& ctx = j["context"];
   for (const char* key : {"lagom_version", "git_sha", "command", "workload", "input_hash",
                           "cluster", "profile", "grid", "space", "collective_classes"}) {
@@ -176,7 +174,7 @@ TEST(TuneCli, ExportsAreThePlansExports) {
 
 TEST(CompareCli, JsonHasOneRowPerMethod) {
   const nlohmann::json j =
-      json_of(run_lagom(cmd("compare", {"--methods", "nccl,autoccl,lagom", "--json"})));
+      json_or_throw(run_lagom(cmd("compare", {"--methods", "nccl,autoccl,lagom", "--json"})));
   ASSERT_TRUE(j.contains("context"));
   EXPECT_EQ(j["context"]["command"], "compare");
   const std::size_t classes = j["context"]["collective_classes"].get<std::size_t>();
@@ -196,9 +194,10 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
   EXPECT_EQ(nccl["speedup_vs_nccl"].get<double>(), 1.0);
   EXPECT_EQ(nccl["evaluations"], 1);
   // A row is what `lagom simulate` or `lagom tune` reports for its method.
-  const nlohmann::json sim = json_of(run_lagom(cmd("simulate", {"--json", "--no-op-times"})));
+  const nlohmann::json sim = json_or_throw(run_lagom(cmd("simulate", {"--json", "--no-op-times"})));
   EXPECT_EQ(nccl["step_time_us"], sim["step_time_us"]);
-  const nlohmann::json tune = json_of(run_lagom(cmd("tune", {"--method", "lagom", "--json"})));
+  const nlohmann::json tune =
+      json_or_throw(run_lagom(cmd("tune", {"--method", "lagom", "--json"})));
   EXPECT_EQ(j["rows"][2]["step_time_us"], tune["step_time_us"]);
   EXPECT_EQ(j["rows"][2]["evaluations"], tune["evaluations"]);
 }
@@ -207,7 +206,7 @@ TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
   // docs/search.md §6: lagom-roundrobin is Lagom without its priority; fixed-nc:K and
   // nccl-max-ctas:K are NCCL's own choice under NCCL_MIN_CTAS = NCCL_MAX_CTAS = K and under
   // NCCL_MAX_CTAS = K, each timed on the same step, with the speedup over plain NCCL.
-  const nlohmann::json j = json_of(run_lagom(cmd(
+  const nlohmann::json j = json_or_throw(run_lagom(cmd(
       "compare", {"--methods", "nccl,lagom,lagom-roundrobin,fixed-nc:1,fixed-nc:3,NCCL-MAX-CTAS:1",
                   "--json"})));
   ASSERT_EQ(j["rows"].size(), 6u);
@@ -236,9 +235,9 @@ TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
   // One channel each, as NCCL_MAX_CTAS=1 gives: both rows are that step.
   EXPECT_EQ(j["rows"][3]["step_time_us"], j["rows"][5]["step_time_us"]);
   // And what `simulate` says with those variables.
-  const nlohmann::json sim =
-      json_of(run_lagom(cmd("simulate", {"--json", "--no-op-times", "--nccl-env", "NCCL_MIN_CTAS=3",
-                                         "--nccl-env", "NCCL_MAX_CTAS=3"})));
+  const nlohmann::json sim = json_or_throw(
+      run_lagom(cmd("simulate", {"--json", "--no-op-times", "--nccl-env", "NCCL_MIN_CTAS=3",
+                                 "--nccl-env", "NCCL_MAX_CTAS=3"})));
   EXPECT_EQ(j["rows"][4]["step_time_us"], sim["step_time_us"]);
 }
 
@@ -271,8 +270,8 @@ TEST(TuneCli, FoldedAndUnfoldedStepsGiveTheSamePlan) {
   const std::string folded = (tmp.path() / "folded.json").string();
   const std::string unfolded = (tmp.path() / "unfolded.json").string();
   const nlohmann::json a =
-      json_of(run_lagom(cmd("tune", {"--method", "lagom", "--out", folded, "--json"})));
-  const nlohmann::json b = json_of(
+      json_or_throw(run_lagom(cmd("tune", {"--method", "lagom", "--out", folded, "--json"})));
+  const nlohmann::json b = json_or_throw(
       run_lagom(cmd("tune", {"--method", "lagom", "--no-fold", "--out", unfolded, "--json"})));
   EXPECT_EQ(a["context"]["folded_replicas"], 8);
   EXPECT_FALSE(b["context"].contains("folded_replicas"));
@@ -288,13 +287,13 @@ TEST(TuneCli, TunesAWorkloadFileWithNoFold) {
   TempDir tmp;
   const std::string plan = (tmp.path() / "plan.json").string();
   const nlohmann::json sim =
-      json_of(run_lagom(cmd("simulate", {"--json", "--no-op-times"}, kWorkloadStep)));
-  const nlohmann::json tune = json_of(run_lagom(
+      json_or_throw(run_lagom(cmd("simulate", {"--json", "--no-op-times"}, kWorkloadStep)));
+  const nlohmann::json tune = json_or_throw(run_lagom(
       cmd("tune", {"--method", "lagom", "--no-fold", "--out", plan, "--json"}, kWorkloadStep)));
   EXPECT_EQ(tune["nccl_step_time_us"], sim["step_time_us"]);
   EXPECT_EQ(tune["context"]["collective_classes"], 1);  // one 256 MiB all-reduce on 2 ranks
   EXPECT_EQ(tune["classes"][0]["nranks"], 2);
-  const nlohmann::json replay = json_of(
+  const nlohmann::json replay = json_or_throw(
       run_lagom(cmd("simulate", {"--plan", plan, "--json", "--no-op-times"}, kWorkloadStep)));
   EXPECT_EQ(replay["step_time_us"], tune["step_time_us"]);
 }
@@ -302,12 +301,12 @@ TEST(TuneCli, TunesAWorkloadFileWithNoFold) {
 // tune and compare fold only generated steps: a workload file (or --chakra, or a built-in
 // workload) is tuned as it is, without --no-fold.
 TEST(TuneCli, TunesAWorkloadFile) {
-  const nlohmann::json sim = json_of(run_lagom(cmd("simulate", {"--json"}, kWorkloadStep)));
+  const nlohmann::json sim = json_or_throw(run_lagom(cmd("simulate", {"--json"}, kWorkloadStep)));
   const nlohmann::json tune =
-      json_of(run_lagom(cmd("tune", {"--method", "nccl", "--json"}, kWorkloadStep)));
+      json_or_throw(run_lagom(cmd("tune", {"--method", "nccl", "--json"}, kWorkloadStep)));
   EXPECT_EQ(tune["step_time_us"], sim["step_time_us"]);
-  const nlohmann::json cmp =
-      json_of(run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"}, kWorkloadStep)));
+  const nlohmann::json cmp = json_or_throw(
+      run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"}, kWorkloadStep)));
   EXPECT_EQ(cmp["rows"].size(), 2u);
   const CliRun builtin = run_lagom(
       {"tune", "--workload", "builtin:fsdp-4gpu", "--cluster", "a40-nvlink", "--method", "nccl"});
@@ -316,14 +315,14 @@ TEST(TuneCli, TunesAWorkloadFile) {
 
 // --- Bad input -------------------------------------------------------------------------------
 
-struct BadCase {
+struct TuneBadCase {
   const char* what;
   std::vector<std::string> args;
   int exit_code;
   std::vector<std::string> says;
 };
 
-const BadCase kBadCases[] = {
+const TuneBadCase kTuneBadCases[] = {
     {"unknown method",
      cmd("tune", {"--method", "genetic"}),
      2,
@@ -398,14 +397,14 @@ const BadCase kBadCases[] = {
 };
 
 // Test names show the case, not its bytes.
-void PrintTo(const BadCase& c, std::ostream* os) {
+void PrintTo(const TuneBadCase& c, std::ostream* os) {
   *os << c.what;
 }
 
-class TuneCliBadInput : public ::testing::TestWithParam<BadCase> {};
+class TuneCliBadInput : public ::testing::TestWithParam<TuneBadCase> {};
 
 TEST_P(TuneCliBadInput, ExitsNamingTheProblem) {
-  const BadCase& c = GetParam();
+  const TuneBadCase& c = GetParam();
   const CliRun r = run_lagom(c.args);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -414,8 +413,8 @@ TEST_P(TuneCliBadInput, ExitsNamingTheProblem) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Catalogue, TuneCliBadInput, ::testing::ValuesIn(kBadCases),
-                         case_name<BadCase>);
+INSTANTIATE_TEST_SUITE_P(Catalogue, TuneCliBadInput, ::testing::ValuesIn(kTuneBadCases),
+                         case_name<TuneBadCase>);
 
 TEST(TuneCli, MalformedPlanFileIsNamedWithTheField) {
   TempDir tmp;
@@ -461,7 +460,7 @@ TEST(TuneCli, LagomIsNeverSlowerThanNccl) {
   // OLMoE with two-batch expert parallelism on one node of cluster A: Lagom's walk there ends
   // slower than NCCL's own choice (a channel step that helps its group hurts the step), so it
   // keeps NCCL's plan: the step it reports is never longer than NCCL's.
-  const nlohmann::json j = json_of(run_lagom(
+  const nlohmann::json j = json_or_throw(run_lagom(
       {"tune", "--model", "olmoe-1b-7b", "--parallel", "ep=8", "--mbs", "2", "--gbs", "16",
        "--overlap", "two-batch", "--cluster", "a40-nvlink", "--method", "lagom", "--json"}));
   EXPECT_LE(j["step_time_us"].get<double>(), j["nccl_step_time_us"].get<double>());
@@ -474,10 +473,10 @@ TEST(SensitivityCli, JsonListsEveryPriorWithItsScaledOutcomes) {
   // Only the contention priors, to keep it quick: each appears once, with one outcome per factor,
   // and the baseline is the comparison's own.
   const nlohmann::json j =
-      json_of(run_lagom(cmd("sensitivity", {"--only", "contention.", "--factors", "0.5,2",
-                                            "--methods", "lagom", "--json"})));
+      json_or_throw(run_lagom(cmd("sensitivity", {"--only", "contention.", "--factors", "0.5,2",
+                                                  "--methods", "lagom", "--json"})));
   const nlohmann::json cmp =
-      json_of(run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"})));
+      json_or_throw(run_lagom(cmd("compare", {"--methods", "nccl,lagom", "--json"})));
   EXPECT_DOUBLE_EQ(j["baseline"]["nccl_step_time_us"].get<double>(),
                    cmp["rows"][0]["step_time_us"].get<double>());
   EXPECT_DOUBLE_EQ(j["baseline"]["speedup_vs_nccl"][0].get<double>(),

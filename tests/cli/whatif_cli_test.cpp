@@ -5,13 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "strings.hpp"
 
 namespace lagom::test {
 namespace {
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 double comm_time_us(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"comm",     "--coll", "allreduce", "--cluster",

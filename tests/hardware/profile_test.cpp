@@ -257,10 +257,13 @@ void expect_error(const std::function<void(json&)>& edit, const std::string& pat
 }
 
 TEST(HardwareProfile, NotJsonOrNotAProfile) {
-  for (const char* text : {"", "{\"format\": ", "{]", "not json"}) {
+  for (const char* text : {"{\"format\": ", "{]", "not json", "{\"version\": 1e400}"}) {
     const std::string e = error_of([&] { parse_profile_json(text, "bad.json"); });
     EXPECT_EQ(e.rfind("bad.json: not valid JSON", 0), 0u) << e;
   }
+  EXPECT_EQ(
+      error_of([] { parse_profile_json(" \n", "bad.json"); }),
+      "bad.json: the file is empty; expected a JSON object with \"format\": \"lagom.profile\"");
   expect_error("[]", "(top level)", "expected a JSON object");
   expect_error("42", "(top level)", "expected a JSON object");
   expect_error([](json& d) { d["format"] = "lagom.cluster"; }, "format", "\"lagom.profile\"");

@@ -20,6 +20,7 @@
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/communicator.hpp"
 #include "lagom/topologies/nccl_comm_info.hpp"
+#include "strings.hpp"
 #include "test_util.hpp"
 
 namespace lagom::test {
@@ -34,10 +35,6 @@ using search::PlanRule;
 using search::stock_nccl_fit;
 using search::StockNcclFit;
 using search::write_plan_json;
-
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
 
 std::string written(const ConfigPlan& plan) {
   std::ostringstream out;
@@ -55,15 +52,6 @@ std::string env_of(const ConfigPlan& plan) {
   std::ostringstream out;
   search::write_nccl_env(plan, out);
   return out.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    out.push_back(line);
-  }
-  return out;
 }
 
 std::vector<std::string> split(const std::string& line, char sep) {

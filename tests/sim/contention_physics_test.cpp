@@ -20,7 +20,7 @@ namespace {
 using nccl::CollKind;
 using nccl::CommConfig;
 
-constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kMebibyte = 1024 * 1024;
 
 // Wraps the real model and checks its conservation laws after every solve.
 class Checked final : public ContentionModel {
@@ -317,11 +317,11 @@ TEST(ContentionPhysics, TwoRingsOnOneSocketLinkShareIt) {
   // F), not 2x; with two channels the link binds alone too and together takes ~2x.
   const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 1);
   const hardware::HardwareProfile profile = hardware::load_profile("a40");
-  const double V = 7.0 / 8.0 * 150.0 * kMiB;
+  const double V = 7.0 / 8.0 * 150.0 * kMebibyte;
   const double link = 16.0 * profile.collective.link(nccl::LinkClass::kPcie).efficiency.value;
   for (int nc : {1, 2}) {
-    const Ran alone = run(cluster, profile, ring_pair(8, 150 * kMiB, nc, false));
-    const traces::Workload pair = ring_pair(8, 150 * kMiB, nc, true);
+    const Ran alone = run(cluster, profile, ring_pair(8, 150 * kMebibyte, nc, false));
+    const traces::Workload pair = ring_pair(8, 150 * kMebibyte, nc, true);
     const Ran both = run(cluster, profile, pair);
     EXPECT_TRUE(both.violations.empty()) << both.violations.front();
     const double t_alone = running_us(alone.s, "ag0");
@@ -365,7 +365,7 @@ TEST(ContentionPhysics, TwoRingsThroughOnePcieSwitchSplitItsUplink) {
   const double t_both = running_us(both.s, "x0");
   EXPECT_NEAR(running_us(both.s, "x1"), t_both, 1.0);
   // AllReduce of 2 ranks: V = 2 * (1/2) * 256 MiB per GPU; together: F, then 2V at 25.6 GB/s.
-  const double V = 256.0 * kMiB;
+  const double V = 256.0 * kMebibyte;
   EXPECT_NEAR(t_both, fixed_us(cluster, profile, pair, "x0") + 2 * V / (25.6 * 1e3), 1.0);
   EXPECT_GT(t_both / t_alone, 1.9);
 }
@@ -410,7 +410,7 @@ TEST(ContentionPhysics, EightGpusBehindOneNicShareIt) {
     last = std::max(last, end);
     EXPECT_GE(end, all.s.r.ops[all.s.op(id)].alone.us()) << i;
   }
-  EXPECT_NEAR(last, min_fixed + 8 * 64.0 * kMiB / (nic * 1e3), 1.0);
+  EXPECT_NEAR(last, min_fixed + 8 * 64.0 * kMebibyte / (nic * 1e3), 1.0);
   EXPECT_GT(running_us(all.s, "s0") / running_us(alone.s, "s0"), 7.5);
 }
 
@@ -538,7 +538,7 @@ TEST(ContentionPhysics, ASendInALargeCommunicatorTakesItsOwnPath) {
                     test::workload(ranks + "]", R"({"g": [0, 8, 12]})"));
   const traces::OpTimes& t = r.s.r.ops[r.s.op("s")];
   EXPECT_EQ((t.end - t.start).count_ns(), t.alone.count_ns());
-  EXPECT_GT(t.alone.us(), 256.0 * kMiB / (12.8 * 1e3));
+  EXPECT_GT(t.alone.us(), 256.0 * kMebibyte / (12.8 * 1e3));
 }
 
 TEST(ContentionPhysics, NvlsAllGatherAndReduceScatterUseOppositeDirections) {

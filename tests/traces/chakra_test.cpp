@@ -15,6 +15,7 @@
 #include "cli_runner.hpp"
 #include "lagom/traces/et_def.pb.h"
 #include "lagom/traces/workload_json.hpp"
+#include "strings.hpp"
 #include "synthetic.hpp"
 #include "test_util.hpp"
 
@@ -214,9 +215,7 @@ class ChakraTest : public ::testing::Test {
   test::TempDir dir_;
 };
 
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
+using test::contains;
 
 std::string to_json(const Workload& w) {
   std::ostringstream out;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "strings.hpp"
 #include "test_util.hpp"
 
 namespace lagom::traces {
@@ -11,9 +12,7 @@ namespace {
 using test::error_of;
 using test::workload;
 
-bool contains(const std::string& s, std::string_view what) {
-  return s.find(what) != std::string::npos;
-}
+using test::contains;
 
 TEST(ExecutionGraph, MatchesTheKthCollectiveOfEachRank) {
   Workload w = workload(R"([

@@ -20,7 +20,7 @@ namespace {
 using internal::LocalRoute;
 using Impl = Cluster::Impl;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 constexpr double kEps = 1e-6;  // NCCL rounds link budgets to 1e-3 (SUB_ROUND); stay below that
 
 // Load per (node-local link, direction): how many streams of the algorithm cross it.
@@ -65,7 +65,7 @@ Loads ring_loads(const Impl& m, const std::vector<int>& locals, bool closed, boo
 }
 
 struct Limit {
-  double bw_GBps = kInf;
+  double bw_GBps = kUnlimited;
   std::optional<nccl::LinkClass> cls;
 
   void take(double bw, nccl::LinkClass c) {
@@ -100,7 +100,7 @@ std::set<nccl::LinkClass> classes(const Impl& m, const Loads& loads) {
 }
 
 double nccl_route_bw(const Impl& m, const LocalRoute& r) {
-  double bw = kInf;
+  double bw = kUnlimited;
   for (std::size_t e : r.edges) {
     bw = std::min(bw, m.edge(e).nccl_bw_GBps);
   }
@@ -345,7 +345,7 @@ AlgorithmPaths finish(bool available, const std::set<nccl::LinkClass>& cls, cons
   }
   a.link_classes.assign(cls.begin(), cls.end());
   a.bottleneck_class = limit.cls;
-  a.bottleneck_GBps = limit.cls ? limit.bw_GBps : kInf;
+  a.bottleneck_GBps = limit.cls ? limit.bw_GBps : kUnlimited;
   return a;
 }
 
@@ -428,7 +428,7 @@ CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const i
       info.nccl.type_inter = std::max(info.nccl.type_inter, r.nccl.type_inter);
     }
   }
-  info.intra_bw_GBps = intra.cls ? intra.bw_GBps : kInf;
+  info.intra_bw_GBps = intra.cls ? intra.bw_GBps : kUnlimited;
   info.intra_bottleneck_class = intra.cls;
   info.inter_bw_GBps = multi ? inter.bw_GBps : 0.0;
   info.inter_bottleneck_class = inter.cls;

@@ -220,16 +220,7 @@ class GroupTable {
  private:
   void load(const std::string& path) {
     const std::string text = read_text_file(path, "comm-groups file");
-    nlohmann::ordered_json doc;
-    try {
-      doc = nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      std::string what = e.what();
-      if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
-        what = what.substr(tag_end + 2);
-      }
-      throw Error(fmt::format("{}: not valid JSON: {}", path, what));
-    }
+    const nlohmann::ordered_json doc = json_reader::parse_ordered_json(text, path);
     if (!doc.is_object()) {
       throw Error(
           fmt::format("{}: expected a JSON object {{\"<pg name>\": [ranks...], ...}}, got {}", path,

@@ -19,7 +19,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,20 +60,20 @@ class Log {
  public:
   explicit Log(ncclDebugLogger_t fn) : fn_(fn) {}
 
-  void info(unsigned long flags, std::string_view msg,
-            std::source_location at = std::source_location::current()) const {
-    emit(NCCL_LOG_INFO, flags, msg, at);
+  // (The caller's line comes from __builtin_LINE rather than std::source_location, which clang
+  // 14 cannot provide with libstdc++ 12; the fuzz build compiles this file with clang.)
+  void info(unsigned long flags, std::string_view msg, int line = __builtin_LINE()) const {
+    emit(NCCL_LOG_INFO, flags, msg, line);
   }
-  void warn(std::string_view msg, std::source_location at = std::source_location::current()) const {
-    emit(NCCL_LOG_WARN, NCCL_TUNING, msg, at);
+  void warn(std::string_view msg, int line = __builtin_LINE()) const {
+    emit(NCCL_LOG_WARN, NCCL_TUNING, msg, line);
   }
 
  private:
-  void emit(ncclDebugLogLevel level, unsigned long flags, std::string_view msg,
-            std::source_location at) const {
+  void emit(ncclDebugLogLevel level, unsigned long flags, std::string_view msg, int line) const {
     if (fn_ != nullptr) {
-      fn_(level, flags, "lagom-tuner", static_cast<int>(at.line()), "lagom tuner: %.*s",
-          static_cast<int>(msg.size()), msg.data());
+      fn_(level, flags, "lagom-tuner", line, "lagom tuner: %.*s", static_cast<int>(msg.size()),
+          msg.data());
     }
   }
 

@@ -31,6 +31,12 @@ std::string read_text_file(const std::string& path, std::string_view what);
 // the document's "format" field should have, for the hint on an empty file.
 nlohmann::json parse_document(std::string_view text, std::string_view origin,
                               std::string_view format);
+// The same, keeping the document's key order (sweep files, what-if overrides).
+nlohmann::ordered_json parse_ordered_document(std::string_view text, std::string_view origin,
+                                              std::string_view format);
+// Parses `text` (no format hint): any syntax error and any number JSON cannot hold (1e400) is an
+// Error "<origin>: not valid JSON: ...".
+nlohmann::ordered_json parse_ordered_json(std::string_view text, std::string_view origin);
 
 // How a value reads in an error: the string "x", the number 3, the boolean true, or the JSON type
 // name (null, array, object).
