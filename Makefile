@@ -79,7 +79,7 @@ test-sanitize: deps
 	ctest --preset sanitize
 
 # The libFuzzer harnesses (fuzz/, docs/RELIABILITY.md), each run FUZZ_SECONDS (default 60);
-# FUZZ_TARGETS picks some. `make fuzz-smoke` is CI's pass: 15 s each.
+# FUZZ_TARGETS picks some. `make fuzz-smoke` runs 15 s each (CI runs 10).
 FUZZ_SECONDS ?= 60
 fuzz: deps-fuzz
 	cmake --preset fuzz
