@@ -2,6 +2,7 @@
 // a profile against them (the tables in docs/VALIDATION.md come from `check --markdown`).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <boost/program_options.hpp>
 #include <fstream>
@@ -20,8 +21,10 @@
 #include "lagom/common/embedded.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/common/units.hpp"
 #include "report.hpp"
+#include "warnings.hpp"
 
 namespace lagom::cli {
 
@@ -31,6 +34,36 @@ namespace {
 
 constexpr std::int64_t kMiB = 1 << 20;
 constexpr std::int64_t kNoMax = std::numeric_limits<std::int64_t>::max();
+// A fit whose median residual is above this is more likely a wrong cluster than a noisy log.
+constexpr double kSuspectResidual = 0.25;
+
+// What a log says about where it ran, against what the user says: legal, but a fit or a check
+// across them compares different machines.
+void warn_about_log(const calibrate::FitInput& in, NodeCount declared) {
+  const calibrate::NcclTestsLog& log = in.log;
+  const std::string log_gpu = calibrate::gpu_model_token(log.gpu);
+  const std::string cluster_gpu = calibrate::gpu_model_token(in.cluster.spec().gpu_type);
+  if (!log_gpu.empty() && !cluster_gpu.empty() && log_gpu != cluster_gpu) {
+    warn(fmt::format("{}: the log ran on {} GPUs ({}), and cluster {} has {}", in.name, log_gpu,
+                     log.gpu, in.cluster.name(), in.cluster.spec().gpu_type));
+  }
+  if (declared.given() && log.nodes > 0 && log.nodes != declared.value) {
+    warn(fmt::format("{}: the log ran on {} node{} ({} ranks), and {} were declared", in.name,
+                     log.nodes, log.nodes == 1 ? "" : "s", log.nranks, declared.value));
+  }
+  std::vector<int> untimed;
+  for (const calibrate::NcclTestsRow& row : log.rows) {
+    const auto& t = row.out_of_place ? row.out_of_place : row.in_place;
+    if (t && !(t->time_us > 0)) {
+      untimed.push_back(row.line);
+    }
+  }
+  if (!untimed.empty()) {
+    warn(fmt::format("{}: {} row{} with a zero or negative time left out (line{} {})", in.name,
+                     untimed.size(), untimed.size() == 1 ? "" : "s", untimed.size() == 1 ? "" : "s",
+                     fmt::join(untimed, ", ")));
+  }
+}
 
 // "LOG" or "LOG@CLUSTER" or "LOG@CLUSTER:NODES"; LOG is a path or builtin:NAME.
 calibrate::FitInput load_input(const std::string& spec, const HardwareOptions& hw) {
@@ -39,14 +72,11 @@ calibrate::FitInput load_input(const std::string& spec, const HardwareOptions& h
   if (auto at = spec.rfind('@'); at != std::string::npos) {
     log_part = spec.substr(0, at);
     std::string c = spec.substr(at + 1);
-    where.nodes = 0;
+    where.nodes = NodeCount{};
     if (auto colon = c.rfind(':'); colon != std::string::npos) {
-      const std::string n = c.substr(colon + 1);
-      try {
-        where.nodes = std::stoi(n);
-      } catch (const std::exception&) {
-        throw Error(fmt::format("'{}': node count '{}' is not a number", spec, n));
-      }
+      where.nodes.value = static_cast<int>(parse_integer(c.substr(colon + 1),
+                                                         fmt::format("'{}': the node count", spec),
+                                                         1, topologies::kMaxNodes, "nodes"));
       c = c.substr(0, colon);
     }
     where.cluster = c;
@@ -65,12 +95,14 @@ calibrate::FitInput load_input(const std::string& spec, const HardwareOptions& h
     name = log_part.substr(log_part.find_last_of('/') + 1);
   }
   std::optional<int> nodes;
-  if (where.nodes > 0) {
-    nodes = where.nodes;
+  if (where.nodes.given()) {
+    nodes = where.nodes.value;
   } else if (log.nodes > 0) {
     nodes = log.nodes;
   }
-  return calibrate::FitInput{name, std::move(log), topologies::load_cluster(where.cluster, nodes)};
+  calibrate::FitInput in{name, std::move(log), topologies::load_cluster(where.cluster, nodes)};
+  warn_about_log(in, where.nodes);
+  return in;
 }
 
 void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool markdown) {
@@ -284,6 +316,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   std::vector<std::string> logs;
   std::string out_path;
   std::string bundle_path;
+  std::string coll;
   po::options_description desc(usage);
   desc.add_options()("help,h", "show this help")("nccl-tests", po::value(&logs)->multitoken(),
                                                  "nccl-tests logs")(
@@ -291,8 +324,11 @@ int calibrate_command(const std::vector<std::string>& args) {
       "fit: a measurement bundle written by lagom-calibrate")(
       "force", "fit: accept a bundle measured on another GPU than the profile's")(
       "output,o", po::value(&out_path), "fit: write the fitted profile here")(
-      "json", "print the rows as JSON")("markdown",
-                                        "check: print Markdown tables (docs/VALIDATION.md)");
+      "coll", po::value(&coll),
+      "the collective of logs that do not say (older nccl-tests print no '# Collective test "
+      "starting:' line): all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
+      "sendrecv")("json", "print the rows as JSON")(
+      "markdown", "check: print Markdown tables (docs/VALIDATION.md)");
   add_hardware_options(desc, hw);
   po::variables_map vm;
   if (!parse_command_line(std::vector<std::string>(args.begin() + 1, args.end()), desc, vm)) {
@@ -315,9 +351,27 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (action == "fit" && out_path.empty()) {
     throw po::error("fit needs -o PROFILE.json");
   }
+  std::optional<calibrate::NcclTestsCollective> coll_given;
+  if (vm.count("coll")) {
+    coll_given = calibrate::parse_nccl_tests_collective(coll);
+    if (!coll_given) {
+      throw po::error(fmt::format(
+          "--coll '{}': expected all_reduce, all_gather, reduce_scatter, alltoall, broadcast, "
+          "reduce or sendrecv",
+          coll));
+    }
+  }
   std::vector<calibrate::FitInput> inputs;
   for (const std::string& spec : logs) {
     inputs.push_back(load_input(spec, hw));
+    calibrate::NcclTestsLog& log = inputs.back().log;
+    if (coll_given && log.collective && *log.collective != *coll_given) {
+      throw Error(fmt::format("{}: --coll {} but the log says it measured {}", inputs.back().name,
+                              coll, calibrate::to_string(*log.collective)));
+    }
+    if (coll_given) {
+      log.collective = coll_given;
+    }
   }
   // The prior: --profile, else the built-in profile of the first log's GPU type, else of the
   // bundle's GPU.
@@ -364,7 +418,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (bundle) {
     gpu = calibrate::fit_gpu_profile(prior, *bundle);
     for (const std::string& w : gpu.warnings) {
-      fmt::print(stderr, "lagom calibrate: warning: {}\n", w);
+      warn(w);
     }
     if (const std::string why = calibrate::gpu_mismatch(*bundle, prior); !why.empty()) {
       gpu.profile.calibration.push_back("fitted with --force although " + why);
@@ -396,6 +450,13 @@ int calibrate_command(const std::vector<std::string>& args) {
     fit.profile.calibration.push_back(
         fmt::format("residuals over {} rows >= 1 MiB: median {:.1f}%, max {:.1f}%", big.rows,
                     100 * big.median, 100 * big.max));
+    if (big.rows > 0 && big.median > kSuspectResidual) {
+      warn(
+          fmt::format("the fit's median residual over rows >= 1 MiB is {:.0f}% (over {:.0f}%): "
+                      "the logs and the cluster they were fitted on probably differ (GPU, node "
+                      "count, transport)",
+                      100 * big.median, 100 * kSuspectResidual));
+    }
   }
   write_profile(fit.profile, out_path);
   if (vm.count("json")) {

@@ -21,6 +21,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
+#include "lagom/common/json_reader.hpp"
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 #include "lagom/topologies/communicator.hpp"
@@ -347,13 +348,7 @@ std::string document_text(const topo::ClusterSpec& s) {
   if (s.origin.starts_with(kPreset)) {
     return std::string(topo::cluster_preset_text(s.origin.substr(kPreset.size())));
   }
-  std::ifstream in(s.origin, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("cannot open cluster file '{}': {}", s.origin, std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return std::move(ss).str();
+  return json_reader::read_text_file(s.origin, "cluster file");
 }
 
 int list_presets(bool json) {
@@ -383,7 +378,7 @@ int list_presets(bool json) {
 
 int cluster_command(const std::vector<std::string>& args) {
   std::string cluster_name;
-  int nodes = 0;
+  NodeCount nodes;
   HardwareOptions what_if;
   std::string export_path;
   po::options_description desc(
@@ -425,11 +420,8 @@ int cluster_command(const std::vector<std::string>& args) {
         "no cluster given: name a preset (lagom cluster --list) or a cluster JSON file");
   }
   std::optional<int> node_count;
-  if (vm.count("nodes")) {
-    if (nodes < 1 || nodes > topo::kMaxNodes) {
-      throw Error(fmt::format("--nodes must be between 1 and {}, got {}", topo::kMaxNodes, nodes));
-    }
-    node_count = nodes;
+  if (nodes.given()) {
+    node_count = nodes.value;
   }
 
   const bool edited = !what_if.set.empty() || !what_if.scale.empty() || !export_path.empty();

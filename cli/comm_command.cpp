@@ -123,7 +123,11 @@ int comm_command(const std::vector<std::string>& args) {
   }
 
   const Hardware h = load_hardware(hw);
-  const int nranks = ranks == 0 ? h.cluster.gpu_count() : ranks;
+  if (vm.count("ranks") && ranks < 1) {
+    throw Error(fmt::format("--ranks must be at least 1, got {} (leave it out for all {} GPUs)",
+                            ranks, h.cluster.gpu_count()));
+  }
+  const int nranks = vm.count("ranks") ? ranks : h.cluster.gpu_count();
   if (nranks < 1 || nranks > h.cluster.gpu_count()) {
     throw Error(
         fmt::format("--ranks {} does not fit cluster '{}' with {} GPUs ({} node(s) x {}); "

@@ -12,6 +12,9 @@ namespace lagom::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
+// SIGINT/SIGTERM stopped the command (128 + SIGINT, as shells report it); what was kept is on
+// stderr.
+inline constexpr int kExitInterrupted = 130;
 
 int simulate_command(const std::vector<std::string>& args);
 int comm_command(const std::vector<std::string>& args);

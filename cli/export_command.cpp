@@ -82,7 +82,7 @@ int export_command(const std::vector<std::string>& args) {
     in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
                         "fnv1a64:" + hex64(fnv1a64(step.description))};
   } else {
-    if (!hw.cluster.empty() || hw.nodes != 0 || !hw.profile.empty()) {
+    if (!hw.cluster.empty() || hw.nodes.given() || !hw.profile.empty()) {
       throw po::error("--cluster, --nodes and --profile apply to --model");
     }
     in = load_workload_input(input, vm);

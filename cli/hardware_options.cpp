@@ -5,16 +5,32 @@
 #include <fmt/ranges.h>
 
 #include <boost/program_options.hpp>
+#include <limits>
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/json_override.hpp"
 #include "lagom/common/json_reader.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/nccl/env.hpp"
 #include "lagom/nccl/tuning.hpp"
 
 namespace lagom::cli {
 
 namespace po = boost::program_options;
+
+void validate(boost::any& out, const std::vector<std::string>& values, NodeCount*, int) {
+  po::validators::check_first_occurrence(out);
+  const std::string& text = po::validators::get_single_string(values);
+  try {  // not a whole number at all: a bad command line (exit 2); out of range: exit 1
+    (void)parse_integer(text, "--nodes", std::numeric_limits<std::int64_t>::min(),
+                        std::numeric_limits<std::int64_t>::max());
+  } catch (const Error&) {
+    throw po::error(fmt::format("--nodes: expected an integer from 1 to {} (nodes), got '{}'",
+                                topologies::kMaxNodes, text));
+  }
+  out = NodeCount{
+      static_cast<int>(parse_integer(text, "--nodes", 1, topologies::kMaxNodes, "nodes"))};
+}
 
 void add_hardware_options(po::options_description& desc, HardwareOptions& opts) {
   desc.add_options()(
@@ -105,9 +121,9 @@ Documents overridden(const HardwareOptions& opts, bool cluster_only = false) {
   }
   for (jo::Override& o : all) {
     nlohmann::ordered_json& doc = target_of(d, o);
-    if (&doc == &d.cluster_json && o.path == "nodes.count" && opts.nodes != 0) {
-      throw Error(
-          fmt::format("{} and --nodes {} both set the node count: give one", o.text, opts.nodes));
+    if (&doc == &d.cluster_json && o.path == "nodes.count" && opts.nodes.given()) {
+      throw Error(fmt::format("{} and --nodes {} both set the node count: give one", o.text,
+                              opts.nodes.value));
     }
     if (cluster_only && &doc != &d.cluster_json) {
       throw Error(fmt::format("{}: '{}' is a field of the profile ({}), not of the cluster", o.text,
@@ -123,11 +139,8 @@ Documents overridden(const HardwareOptions& opts, bool cluster_only = false) {
 
 nlohmann::ordered_json overridden_cluster_document(const HardwareOptions& opts) {
   Documents d = overridden(opts, /*cluster_only=*/true);
-  if (opts.nodes != 0) {
-    if (opts.nodes < 1) {
-      throw Error(fmt::format("--nodes must be at least 1, got {}", opts.nodes));
-    }
-    d.cluster_json["nodes"]["count"] = opts.nodes;
+  if (opts.nodes.given()) {
+    d.cluster_json["nodes"]["count"] = opts.nodes.value;
   }
   if (!d.applied.empty() && d.cluster_json.contains("description") &&
       d.cluster_json["description"].is_string()) {
@@ -145,11 +158,8 @@ Hardware load_hardware(const HardwareOptions& opts) {
     throw Error("--cluster is required (a preset such as dgx-h100, or a cluster JSON file)");
   }
   std::optional<int> nodes;
-  if (opts.nodes != 0) {
-    if (opts.nodes < 1) {
-      throw Error(fmt::format("--nodes must be at least 1, got {}", opts.nodes));
-    }
-    nodes = opts.nodes;
+  if (opts.nodes.given()) {
+    nodes = opts.nodes.value;
   }
   std::optional<Documents> docs;
   if (!opts.set.empty() || !opts.scale.empty()) {

@@ -1,6 +1,7 @@
 // The options every modelling command shares: --cluster, --nodes, --profile.
 #pragma once
 
+#include <boost/any.hpp>
 #include <boost/program_options/options_description.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,9 +13,18 @@
 
 namespace lagom::cli {
 
+// --nodes as given: 0 when absent, else a whole integer from 1 to topologies::kMaxNodes (the
+// option's validator refuses "0", "-1", "2x" and 1e9 with the range in the error).
+struct NodeCount {
+  int value = 0;
+  bool given() const { return value != 0; }
+};
+// boost::program_options' hook for NodeCount (found by argument-dependent lookup).
+void validate(boost::any& out, const std::vector<std::string>& values, NodeCount*, int);
+
 struct HardwareOptions {
   std::string cluster;                // preset name or cluster JSON file
-  int nodes = 0;                      // 0: the cluster's own node count
+  NodeCount nodes;                    // absent: the cluster's own node count
   std::string profile;                // "" : the built-in profile of the cluster's GPU type
   std::vector<std::string> nccl_env;  // NAME=VALUE, over the cluster file's nccl_env
   // What-if overrides of cluster and profile fields (docs/whatif.md): PATH=VALUE and

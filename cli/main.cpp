@@ -11,6 +11,8 @@
 #include "commands.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/interrupt.hpp"
+#include "warnings.hpp"
 
 namespace {
 
@@ -60,7 +62,8 @@ void print_help() {
   }
   fmt::print(
       "\nOptions:\n  -h, --help    show this help\n  --version     print the version\n\n"
-      "Exit status: 0 success, 1 bad input or impossible request, 2 bad command line.\n");
+      "Exit status: 0 success, 1 bad input or impossible request, 2 bad command line,\n"
+      "130 interrupted (SIGINT/SIGTERM). Every command takes --strict: warnings become errors.\n");
 }
 
 }  // namespace
@@ -85,9 +88,25 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "lagom: unknown command '{}'. Run 'lagom --help' for the list.\n", args[0]);
     return lagom::cli::kExitUsage;
   }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  // --strict, accepted by every command: warnings (legal but suspicious input) become errors.
+  std::vector<std::string> rest;
+  bool strict = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--strict") {
+      strict = true;
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  lagom::cli::set_warning_context(cmd->name, strict);
+  lagom::install_interrupt_handlers();
   try {
     return cmd->run(rest);
+  } catch (const lagom::Interrupted&) {
+    // Outputs are written whole or not at all (common/files.hpp); what a command keeps on an
+    // interrupt it says itself before returning kExitInterrupted.
+    fmt::print(stderr, "lagom {}: interrupted; nothing written\n", cmd->name);
+    return lagom::cli::kExitInterrupted;
   } catch (const lagom::Error& e) {
     fmt::print(stderr, "lagom {}: error: {}\n", cmd->name, e.what());
     return lagom::cli::kExitError;

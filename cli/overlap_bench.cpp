@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lagom/common/error.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/sim/simulation.hpp"
 
 namespace lagom::cli {
@@ -42,12 +43,13 @@ std::vector<Kernel> parse_compute(const std::string& spec) {
       }
       const std::string key = item.substr(0, eq);
       const std::string val = item.substr(eq + 1);
-      char* end = nullptr;
-      const double v = std::strtod(val.c_str(), &end);
-      if (end == val.c_str() || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
-        throw Error(
-            fmt::format("--compute '{}': {} must be a positive number, got '{}'", spec, key, val));
-      }
+      // Shapes up to 2^24 per dimension (a GEMM's operands and FLOPs stay far inside int64 and
+      // double), element counts up to 1e13, repeats up to 1000.
+      const double limit = key == "elems" ? 1e13 : key == "repeat" ? 1000 : 16777216;
+      const double v =
+          key == "repeat" ? static_cast<double>(parse_integer(
+                                val, fmt::format("--compute '{}': {}", spec, key), 1, 1000))
+                          : parse_real(val, fmt::format("--compute '{}': {}", spec, key), 1, limit);
       args[key] = v;
     }
   }
@@ -64,9 +66,6 @@ std::vector<Kernel> parse_compute(const std::string& spec) {
   if (auto it = args.find("repeat"); it != args.end()) {
     repeat = it->second;
     args.erase(it);
-    if (repeat != std::floor(repeat) || repeat > 1000) {
-      throw Error(fmt::format("--compute '{}': repeat must be a whole number up to 1000", spec));
-    }
   }
   std::vector<Kernel> one;
   if (kind == "gemm") {

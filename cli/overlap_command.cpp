@@ -38,7 +38,11 @@ std::vector<std::int64_t> parse_list(const std::string& text, const char* what, 
   std::string item;
   while (std::getline(in, item, ',')) {
     if (bytes) {
-      out.push_back(parse_bytes(item, what));
+      const std::int64_t b = parse_bytes(item, what);
+      if (b < 1) {
+        throw Error(fmt::format("{}: '{}' is not a size of at least 1 byte", what, item));
+      }
+      out.push_back(b);
     } else {
       try {
         std::size_t used = 0;
@@ -121,6 +125,9 @@ int overlap_command(const std::vector<std::string>& args) {
                     coll_name));
   }
   const std::int64_t bytes = parse_bytes(bytes_text, "--bytes");
+  if (bytes < 1) {
+    throw Error(fmt::format("--bytes: '{}' is not a size of at least 1 byte", bytes_text));
+  }
   std::vector<Kernel> kernels;
   for (const std::string& spec : compute_specs) {
     const auto more = parse_compute(spec);

@@ -28,6 +28,7 @@
 #include "model_input.hpp"
 #include "report.hpp"
 #include "step_input.hpp"
+#include "warnings.hpp"
 #include "workload_input.hpp"
 
 namespace lagom::cli {
@@ -123,6 +124,28 @@ void write_ranks_csv(const traces::Workload& w, const sim::StepStats& s, std::os
   }
 }
 
+// A plan that steers nothing here, or was made on another cluster, is legal but almost
+// certainly not what the user meant.
+void warn_about_plan(const search::ConfigPlan& plan, const std::string& path,
+                     const search::PlanOverrides& overrides, const Hardware* hardware) {
+  const search::PlanContext& made = plan.context;
+  if (hardware != nullptr && !made.cluster.empty()) {
+    const std::string here =
+        fmt::format("{} x{}", hardware->cluster.name(), hardware->cluster.nodes());
+    if (made.cluster != here) {
+      warn(fmt::format("the plan '{}' was made for cluster {}, and this run is on {}", path,
+                       made.cluster, here));
+    }
+  }
+  if (overrides.matched_ops() == 0 && !plan.rules.empty()) {
+    warn(fmt::format(
+        "the plan '{}' matched no communication op of this workload: its {} rules change "
+        "nothing{}",
+        path, plan.rules.size(),
+        made.workload.empty() ? "" : fmt::format(" (it was made for {})", made.workload)));
+  }
+}
+
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
@@ -211,14 +234,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
     plan = search::load_plan_file(plan_path);
     overrides = std::make_unique<search::PlanOverrides>(plan, w, *simulation->cost(), plan_path);
     simulation->set_config_source(overrides.get());
+    warn_about_plan(plan, plan_path, *overrides, hardware ? &*hardware : nullptr);
   }
   const sim::SimResult result = simulation->run();
   for (const std::string& warning : simulation->warnings()) {
-    fmt::print(stderr, "lagom simulate: warning: {}\n", warning);
+    warn(warning);
   }
   if (simulation->warning_count() > simulation->warnings().size()) {
-    fmt::print(stderr, "lagom simulate: warning: ... and {} more like these\n",
-               simulation->warning_count() - simulation->warnings().size());
+    warn(fmt::format("... and {} more like these",
+                     simulation->warning_count() - simulation->warnings().size()));
   }
   const sim::StepStats stats = sim::summarize(w, result);
   RunContext ctx;

@@ -21,7 +21,7 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
   if (from_model && hw.cluster.empty()) {
     throw po::error("--model needs --cluster (the generated step is sized to its GPUs)");
   }
-  if (hw.cluster.empty() && (hw.nodes != 0 || !hw.profile.empty())) {
+  if (hw.cluster.empty() && (hw.nodes.given() || !hw.profile.empty())) {
     throw po::error("--nodes and --profile need --cluster");
   }
   StepInput s;

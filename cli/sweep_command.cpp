@@ -13,7 +13,6 @@
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -30,6 +30,7 @@
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
+#include "lagom/common/interrupt.hpp"
 #include "lagom/common/json_reader.hpp"
 #include "lagom/common/text.hpp"
 #include "lagom/common/units.hpp"
@@ -416,7 +417,8 @@ struct Result {
   double seconds = 0;
 };
 
-Result run_point(const Sweep& s, const Columns& cols, const Point& p) {
+// nullopt when SIGINT/SIGTERM stopped the point.
+std::optional<Result> run_point(const Sweep& s, const Columns& cols, const Point& p) {
   std::vector<std::string> args = p.args;
   args.push_back("--json");
   if (s.command == Command::kSimulate) {
@@ -469,10 +471,15 @@ Result run_point(const Sweep& s, const Columns& cols, const Point& p) {
         take(c, j, cols.names[c].c_str());
       }
     }
+  } catch (const Interrupted&) {
+    return std::nullopt;
   } catch (const po::error& e) {
     error = e.what();
   } catch (const std::exception& e) {
     error = e.what();
+  }
+  if (interrupt_requested()) {  // a tune point stopped early: its numbers are not the point's
+    return std::nullopt;
   }
   std::replace(error.begin(), error.end(), '\n', ' ');  // one row, one line
   Result r;
@@ -600,11 +607,6 @@ void write_atomically(const std::string& path, const std::string& text) {
   if (ec) {
     throw Error(fmt::format("cannot move '{}' to '{}': {}", tmp, path, ec.message()));
   }
-}
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) {
-  g_interrupted = true;
 }
 
 // "I/N" -> {I, N}; po::error unless 0 <= I < N.
@@ -874,8 +876,6 @@ int sweep_command(const std::vector<std::string>& args) {
   const auto start = std::chrono::steady_clock::now();
   const bool tty = isatty(fileno(stderr)) != 0;
   const bool quiet = vm.count("quiet") > 0;
-  g_interrupted = false;
-  auto previous = std::signal(SIGINT, on_sigint);
 
   auto write_ready = [&] {  // holds mu
     while (next_to_write < todo.size() && results[next_to_write]) {
@@ -909,14 +909,18 @@ int sweep_command(const std::vector<std::string>& args) {
   };
   auto worker = [&] {
     for (;;) {
-      if (g_interrupted) {
+      if (interrupt_requested()) {
         return;
       }
       const std::size_t i = next++;
       if (i >= todo.size()) {
         return;
       }
-      Result r = run_point(s, cols, *todo[i]);
+      std::optional<Result> done_point = run_point(s, cols, *todo[i]);
+      if (!done_point) {  // interrupted inside the point: not a row; --resume runs it
+        return;
+      }
+      Result r = std::move(*done_point);
       std::lock_guard lock(mu);
       ++finished;
       failed += r.ok ? 0 : 1;
@@ -936,8 +940,7 @@ int sweep_command(const std::vector<std::string>& args) {
   for (std::thread& t : pool) {
     t.join();
   }
-  std::signal(SIGINT, previous);
-  if (g_interrupted) {
+  if (interrupt_requested()) {
     // Every finished row is kept, in point order after the ones already written.
     for (std::size_t i = next_to_write; i < todo.size(); ++i) {
       if (results[i]) {
@@ -952,7 +955,7 @@ int sweep_command(const std::vector<std::string>& args) {
                "lagom sweep: interrupted after {} of {} points; run again with --resume to "
                "finish\n",
                finished, todo.size());
-    return 130;
+    return kExitInterrupted;
   }
   if (!done.empty()) {  // rewrite the resumed file in point order
     file_out.close();

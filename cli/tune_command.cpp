@@ -92,6 +92,15 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
   if (!rows_csv.empty()) {
     write_classes_csv(rows_csv, *s.eval, {std::string(to_string(m))}, {r});
   }
+  if (r.interrupted) {
+    fmt::print(stderr,
+               "lagom tune: interrupted after {} evaluations; the best plan so far (step {} us, "
+               "NCCL's own choice {} us) {}\n",
+               r.evaluations, format_us(r.step_time.count_ns()),
+               format_us(r.nccl_step_time.count_ns()),
+               out_path.empty() ? "is not kept (no --out)" : "written to " + out_path);
+    return kExitInterrupted;
+  }
   const double speedup = r.nccl_step_time.us() / r.step_time.us();
   if (vm.count("json")) {
     nlohmann::ordered_json j;

@@ -132,7 +132,11 @@ Prepared prepare(const std::vector<FitInput>& inputs) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const FitInput& in = inputs[i];
     if (!in.log.collective) {
-      throw Error(fmt::format("{}: the log does not say which collective it measured", in.name));
+      throw Error(fmt::format(
+          "{}: the log does not say which collective it measured (older nccl-tests print no "
+          "'# Collective test starting:' line): pass --coll NAME, or put a line "
+          "'collective: all_reduce' (and a '---' line) at the top of the log",
+          in.name));
     }
     const auto kind = nccl::parse_coll_kind(std::string(to_string(*in.log.collective)));
     if (!kind) {

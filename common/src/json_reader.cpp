@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,6 +31,10 @@ void Ctx::fail(std::string_view what) const {
 }
 
 std::string read_text_file(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(fmt::format("cannot read {} '{}': it is a directory, not a file", what, path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -375,14 +376,12 @@ HardwareProfile load_profile(const std::string& name_or_path) {
   if (const EmbeddedFile* f = find_embedded(profiles::files(), name_or_path + ".json")) {
     return parse_profile_json(f->content, "builtin:" + name_or_path);
   }
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(name_or_path, ec)) {
     throw Error(fmt::format("'{}' is neither a built-in profile ({}) nor a readable file",
                             name_or_path, fmt::join(builtin_profiles(), ", ")));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_profile_json(ss.str(), name_or_path);
+  return parse_profile_json(json_reader::read_text_file(name_or_path, "profile"), name_or_path);
 }
 
 HardwareProfile default_profile_for_gpu(std::string_view gpu_type) {

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "lagom/common/error.hpp"
+#include "lagom/common/interrupt.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/models/kernels.hpp"
 #include "lagom/models/pipeline.hpp"
 #include "layout.hpp"
@@ -74,6 +78,7 @@ class Generator {
   GeneratedStep run() {
     comms_ = internal::make_communicators(layout_, p_, b_);
     for (int r = 0; r < layout_.rank_count(); ++r) {
+      check_interrupt();  // SIGINT/SIGTERM: a 16k-rank step takes seconds to generate
       emit_rank(r);
     }
     GeneratedStep out;
@@ -559,6 +564,7 @@ Parallelism parse_parallelism(std::string_view text) {
   std::string s(text);
   std::size_t pos = 0;
   bool any = false;
+  std::set<std::string> given;  // keys set so far
   while (pos <= s.size()) {
     const std::size_t comma = s.find(',', pos);
     const std::string item =
@@ -581,22 +587,18 @@ Parallelism parse_parallelism(std::string_view text) {
     }
     const std::string key = item.substr(0, eq);
     const std::string val = item.substr(eq + 1);
-    int v = 0;
-    try {
-      std::size_t used = 0;
-      v = std::stoi(val, &used);
-      if (used != val.size()) {
-        throw std::invalid_argument(val);
+    // fsdp=N sets dp and zero: each may be given once, by either spelling.
+    for (const std::string& k :
+         key == "fsdp" ? std::vector<std::string>{"dp", "zero"} : std::vector<std::string>{key}) {
+      if (!given.insert(k).second) {
+        throw Error(fmt::format(
+            "--parallel '{}': {} is set twice{}", text, k,
+            s.find("fsdp") != std::string::npos ? " (fsdp=N sets dp=N and zero=3)" : ""));
       }
-    } catch (const std::exception&) {
-      throw Error(
-          fmt::format("--parallel '{}': {} must be a whole number, got '{}'", text, key, val));
     }
     const int min = key == "zero" ? 0 : 1;
-    if (v < min || v > 1 << 20) {
-      throw Error(
-          fmt::format("--parallel '{}': {} must be at least {}, got {}", text, key, min, v));
-    }
+    const int v = static_cast<int>(
+        parse_integer(val, fmt::format("--parallel '{}': {}", text, key), min, 1 << 20));
     if (key == "tp") {
       p.tp = v;
     } else if (key == "pp") {
@@ -727,9 +729,13 @@ GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const Trai
   if (m.heads % p.tp != 0) {
     fail(fmt::format("tp={} does not divide the {} attention heads", p.tp, m.heads));
   }
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
-    fail(fmt::format("tp={} and the {} key/value heads: neither divides the other", p.tp,
-                     m.kv_heads));
+  // Megatron-LM shards whole key/value head groups (num_query_groups divisible by the TP size)
+  // and refuses the rest; replicating KV heads over TP ranks is an inference engine's trick.
+  if (m.kv_heads % p.tp != 0) {
+    fail(
+        fmt::format("tp={} does not divide the {} key/value heads (Megatron-LM shards whole "
+                    "key/value head groups)",
+                    p.tp, m.kv_heads));
   }
   if (m.ffn_hidden % p.tp != 0 || (m.is_moe() && m.moe_ffn_hidden % p.tp != 0)) {
     fail(fmt::format("tp={} does not divide the MLP width", p.tp));

@@ -3,12 +3,29 @@
 
 #include <chrono>
 
+#include "lagom/common/interrupt.hpp"
+
 namespace lagom::search::internal {
 
 Evaluation SearchRun::evaluate(const Configs& configs) {
-  last_ = eval_.evaluate(configs);
+  const bool first = evaluations_ == 0;  // NCCL's: nothing to keep before it
+  if (!first && interrupt_requested()) {
+    throw Stop{};
+  }
+  try {
+    last_ = eval_.evaluate(configs);
+  } catch (const Interrupted&) {
+    if (first) {
+      throw;
+    }
+    throw Stop{};
+  }
   last_configs_ = configs;
   ++evaluations_;
+  if (first || last_.step_time < fastest_.step_time) {
+    fastest_ = last_;
+    fastest_configs_ = configs;
+  }
   if (o_.progress) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_report_ >= std::chrono::duration<double>(o_.progress_every_s)) {
@@ -34,12 +51,19 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
   nccl_eval_ = evaluate(nccl);
   best_configs_ = nccl;
   best_ = nccl_eval_;
-  Configs best = walk(*this);
-  // The plan's own evaluation: reused when it was the last or the best one simulated; otherwise
-  // one more, which the walks keep inside the budget (spent() reserves it).
-  Evaluation final_eval = best == last_configs_   ? last_
-                          : best == best_configs_ ? best_
-                                                  : evaluate(best);
+  Configs best;
+  Evaluation final_eval;
+  bool interrupted = false;
+  try {
+    best = walk(*this);
+    // The plan's own evaluation: reused when it was the last or the best one simulated;
+    // otherwise one more, which the walks keep inside the budget (spent() reserves it).
+    final_eval = best == last_configs_ ? last_ : best == best_configs_ ? best_ : evaluate(best);
+  } catch (const Stop&) {
+    interrupted = true;
+    best = fastest_configs_;
+    final_eval = fastest_;
+  }
   // A method that optimises the step can always keep NCCL's own choice (search.cpp's table).
   if (never_slower && final_eval.step_time > nccl_eval_.step_time) {
     best = nccl;
@@ -50,6 +74,7 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
   r.step_time = final_eval.step_time;
   r.nccl_step_time = nccl_eval_.step_time;
   r.evaluations = evaluations_;
+  r.interrupted = interrupted;
   r.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (std::size_t j = 0; j < classes_.size(); ++j) {

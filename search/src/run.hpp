@@ -105,6 +105,10 @@ class SearchRun {
   }
   const Configs& best_configs() const { return best_configs_; }
 
+  // Thrown by evaluate() when SIGINT/SIGTERM asked to stop after NCCL's evaluation; run()
+  // catches it and returns the fastest plan evaluated so far.
+  struct Stop {};
+
   // Evaluates NCCL's choice, runs `method` (which returns its plan), checks the plan and builds
   // the result. With `never_slower`, a plan that ends slower than NCCL's choice gives NCCL's
   // back.
@@ -118,7 +122,9 @@ class SearchRun {
   Evaluation last_;
   Configs last_configs_;
   Evaluation best_;  // the best evaluation so far (oracles) or the walk's last accepted (lagom)
-  Configs best_configs_;  // and its configurations; NCCL's before any
+  Configs best_configs_;     // and its configurations; NCCL's before any
+  Evaluation fastest_;       // the shortest step evaluated so far (what an interrupt keeps)
+  Configs fastest_configs_;  // and its configurations
   std::int64_t evaluations_ = 0;
   std::chrono::steady_clock::time_point start_;        // of run()
   std::chrono::steady_clock::time_point last_report_;  // progress

@@ -9,6 +9,7 @@
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
+#include "lagom/common/interrupt.hpp"
 
 namespace lagom::sim {
 
@@ -100,6 +101,11 @@ class Engine::Impl {
       apply_rates();
     }
     while (!heap_.empty()) {
+      // SIGINT/SIGTERM (common/interrupt.hpp): polled every 4096 events, well under a
+      // millisecond apart.
+      if ((r_.events & 4095) == 0) {
+        check_interrupt();
+      }
       if (!pop_current()) {
         continue;
       }

@@ -174,7 +174,7 @@ TEST(NcclTestsLog, FileAndEmbeddedCopiesAgree) {
     EXPECT_EQ(from_file.rows[i].in_place->time_us, embedded.rows[i].in_place->time_us);
   }
   EXPECT_TRUE(contains(error_of([] { read_nccl_tests_log("/nonexistent/x.txt"); }),
-                       "/nonexistent/x.txt: cannot open"));
+                       "cannot open nccl-tests log '/nonexistent/x.txt'"));
   EXPECT_TRUE(contains(error_of([] { embedded_nccl_tests_log("99-nope"); }),
                        "01-h100x8-nvswitch-allreduce-nccl2.29"));
 }

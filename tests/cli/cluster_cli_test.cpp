@@ -226,14 +226,21 @@ TEST(ClusterCli, BadNodeCountsAreErrors) {
   for (const char* n : {"0", "-3", "65537"}) {
     CliRun r = run_lagom({"cluster", "dgx-h100", "--nodes", n});
     EXPECT_EQ(r.exit_code, 1) << n << r.err;
-    EXPECT_TRUE(contains(r.err, "lagom cluster: error: --nodes must be between 1 and 65536, got "))
+    EXPECT_TRUE(contains(r.err, std::string("lagom cluster: error: --nodes: expected an integer "
+                                            "from 1 to 65536 (nodes), got '") +
+                                    n + "'"))
         << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
-  // Not a number at all: a bad command line.
-  CliRun r = run_lagom({"cluster", "dgx-h100", "--nodes", "two"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(contains(r.err, "--nodes")) << r.err;
+  // Not a whole number at all: a bad command line.
+  for (const char* n : {"two", "2x", "1e3"}) {
+    CliRun r = run_lagom({"cluster", "dgx-h100", "--nodes", n});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, std::string("--nodes: expected an integer from 1 to 65536 (nodes), "
+                                            "got '") +
+                                    n + "'"))
+        << r.err;
+  }
 }
 
 TEST(ClusterCli, MalformedFilesAreErrors) {

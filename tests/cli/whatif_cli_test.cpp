@@ -106,7 +106,8 @@ TEST(WhatIfCli, MistakesNameThePath) {
   // Validation runs after the override: an impossible value is the reader's error.
   r = run({"--set", "network.nic_speed_Gbps=-5"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.err, "network.nic_speed_Gbps: must be > 0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "network.nic_speed_Gbps: must be >= 0.008 and at most 800000 Gb/s"))
+      << r.err;
   // Both documents have a description: the prefix decides.
   r = run({"--set", "description=x"});
   EXPECT_EQ(r.exit_code, 1);

@@ -322,16 +322,15 @@ TEST(GeneratorFlops, RecomputationAddsOneForwardOfTheBlocks) {
   EXPECT_EQ(rc.figures.flops, plain.figures.flops);
 }
 
-TEST(GeneratorFlops, KeyValueHeadsAreReplicatedWhenTpExceedsThem) {
-  // tp=8 > 4 key/value heads: every TP rank computes one K and one V head in full (Megatron
-  // replicates them), so the QKV projection of a rank is h x (heads/tp + 2) hd instead of
-  // h x (heads + 2 kv_heads) hd / tp. Over the 8 ranks that is 2 x 2 T h hd (tp - kv_heads)
-  // more FLOPs forward per block, 3x with backward.
+TEST(GeneratorFlops, TpMustDivideTheKeyValueHeads) {
+  // Megatron-Core shards whole key/value head groups: num_query_groups_per_partition =
+  // divide(num_query_groups, tp_size), which asserts divisibility. tp=8 over 4 KV heads is
+  // refused, as Megatron refuses it (vLLM-style KV replication is not a training layout).
   const ModelSpec m = tiny();
-  const double tokens = 2.0 * m.seq_len;
-  const double extra = 3.0 * 4.0 * tokens * m.hidden * m.head_dim * (8 - m.kv_heads) * m.layers;
-  const GeneratedStep s = generate(m, "tp=8", config(2, 2));
-  expect_rel(s.figures.flops, model_flops(m, 8, tokens, m.seq_len, false) + extra, 1e-9, "tp=8");
+  ASSERT_EQ(m.kv_heads, 4);
+  EXPECT_NO_THROW(generate(m, "tp=4", config(2, 2)));
+  const std::string e = test::error_of([&] { generate(m, "tp=8", config(2, 2)); });
+  EXPECT_NE(e.find("tp=8 does not divide the 4 key/value heads"), std::string::npos) << e;
 }
 
 // --- Communication bytes ------------------------------------------------------------------------
@@ -1083,7 +1082,13 @@ TEST(GeneratorErrors, EachRuleIsNamed) {
   has(err(m, "dp=1", config(0, 1)), "--mbs must be at least 1");
   has(err(m, "dp=1", config(1, 0)), "--gbs must be at least 1");
   has(test::error_of([] { parse_parallelism("tp=2,foo=3"); }), "unknown key 'foo'");
-  has(test::error_of([] { parse_parallelism("tp=0"); }), "tp must be at least 1");
+  has(test::error_of([] { parse_parallelism("tp=0"); }),
+      "--parallel 'tp=0': tp: expected an integer from 1 to 1048576, got '0'");
+  has(test::error_of([] { parse_parallelism("tp=2x"); }), "got '2x'");
+  has(test::error_of([] { parse_parallelism("tp=8,tp=4"); }),
+      "--parallel 'tp=8,tp=4': tp is set twice");
+  has(test::error_of([] { parse_parallelism("fsdp=8,zero=1"); }),
+      "zero is set twice (fsdp=N sets dp=N and zero=3)");
   has(test::error_of([] { parse_parallelism("zero=4"); }), "zero is 0, 1, 2 or 3");
   has(test::error_of([] { parse_parallelism("tp"); }), "is not key=value");
   has(test::error_of([] { parse_parallelism(""); }), "--parallel is empty");

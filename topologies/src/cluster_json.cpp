@@ -94,6 +94,9 @@ E enum_field(const Ctx& ctx, const json& obj, const char* key,
 }
 
 constexpr double kMaxBandwidthGBps = 1.0e5;  // 100 TB/s per link: certainly a unit mistake above
+// 1 MB/s: below it a link is a unit mistake too, and times computed from it would print hundreds
+// of digits.
+constexpr double kMinBandwidthGBps = 1.0e-3;
 constexpr double kMaxLatencyUs = 1.0e6;
 
 NvLinkSpec parse_nvlink(const Ctx& ctx, const json& v) {
@@ -101,8 +104,8 @@ NvLinkSpec parse_nvlink(const Ctx& ctx, const json& v) {
   NvLinkSpec n;
   n.generation = int_field(ctx, v, "generation", 1, 6);
   n.links_per_gpu = int_field(ctx, v, "links_per_gpu", 1, 64);
-  n.link_bandwidth_GBps =
-      number_field(ctx, v, "link_bandwidth_GBps", 0, kMaxBandwidthGBps, true, "GB/s");
+  n.link_bandwidth_GBps = number_field(ctx, v, "link_bandwidth_GBps", kMinBandwidthGBps,
+                                       kMaxBandwidthGBps, false, "GB/s");
   n.latency_us = number_field(ctx, v, "latency_us", 0, kMaxLatencyUs, false, "us");
   return n;
 }
@@ -150,8 +153,8 @@ PcieSpec parse_pcie(const Ctx& ctx, const json& v) {
   PcieSpec p;
   p.generation = int_field(ctx, v, "generation", 1, 7);
   p.lanes = int_field(ctx, v, "lanes", 1, 32);
-  p.link_bandwidth_GBps =
-      number_field(ctx, v, "link_bandwidth_GBps", 0, kMaxBandwidthGBps, true, "GB/s");
+  p.link_bandwidth_GBps = number_field(ctx, v, "link_bandwidth_GBps", kMinBandwidthGBps,
+                                       kMaxBandwidthGBps, false, "GB/s");
   p.latency_us = number_field(ctx, v, "latency_us", 0, kMaxLatencyUs, false, "us");
   {
     const Ctx c = ctx.at("switches");
@@ -193,8 +196,9 @@ CpuSpec parse_cpu(const Ctx& ctx, const json& v) {
                                           {"other", nccl::CpuVendor::kOther}});
   c.model = string_field(ctx, v, "model");
   c.interconnect = string_field(ctx, v, "interconnect");
-  c.interconnect_bandwidth_GBps = number_field(ctx, v, "interconnect_bandwidth_GBps", 0,
-                                               kMaxBandwidthGBps, c.sockets > 1, "GB/s");
+  c.interconnect_bandwidth_GBps =
+      number_field(ctx, v, "interconnect_bandwidth_GBps", c.sockets > 1 ? kMinBandwidthGBps : 0,
+                   kMaxBandwidthGBps, false, "GB/s");
   c.interconnect_latency_us =
       number_field(ctx, v, "interconnect_latency_us", 0, kMaxLatencyUs, false, "us");
   c.sources = sources_field(ctx, v);
@@ -208,7 +212,8 @@ NetworkSpec parse_network(const Ctx& ctx, const json& v) {
   NetworkSpec n;
   n.technology = string_field(ctx, v, "technology");
   n.nic_model = string_field(ctx, v, "nic_model");
-  n.nic_speed_Gbps = number_field(ctx, v, "nic_speed_Gbps", 0, 8 * kMaxBandwidthGBps, true, "Gb/s");
+  n.nic_speed_Gbps = number_field(ctx, v, "nic_speed_Gbps", 8 * kMinBandwidthGBps,
+                                  8 * kMaxBandwidthGBps, false, "Gb/s");
   n.affinity = enum_field<NicAffinity>(
       ctx, v, "affinity",
       {{"rail-optimized", NicAffinity::kRailOptimized}, {"shared", NicAffinity::kShared}});

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "lagom/common/error.hpp"
+#include "lagom/common/interrupt.hpp"
 
 namespace lagom::traces {
 namespace {
@@ -126,6 +127,7 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
     group_base[gi + 1] = group_base[gi] + std::uint64_t{*lo} * counts.size();
   }
   std::vector<OpId> coll_members(group_base[ngroups]);
+  check_interrupt();  // between passes over every op (SIGINT/SIGTERM)
   for (OpId op = 0; op < n; ++op) {
     if (is_collective(w.kind(op))) {
       const GroupId gid = w.group(op);
@@ -174,6 +176,7 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
     OpId op;
   };
   std::vector<P2p> p2p;
+  check_interrupt();  // between passes over every op (SIGINT/SIGTERM)
   for (OpId op = 0; op < n; ++op) {
     const OpKind k = w.kind(op);
     if (k == OpKind::kSend) {
@@ -230,6 +233,7 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
 
   // --- Dependents ----------------------------------------------------------------------------
   g.dependent_begin_.assign(n + 1, 0);
+  check_interrupt();  // between passes over every op (SIGINT/SIGTERM)
   for (OpId op = 0; op < n; ++op) {
     for (OpId d : w.deps(op)) {
       ++g.dependent_begin_[d + 1];
@@ -257,6 +261,7 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
   };
   auto stream_prev = [&](OpId op) -> bool { return w.position(op) > 0; };
   std::vector<std::uint32_t> indegree(std::size_t{n} + ninst, 0);
+  check_interrupt();  // between passes over every op (SIGINT/SIGTERM)
   for (OpId op = 0; op < n; ++op) {
     indegree[node_of(op)] +=
         static_cast<std::uint32_t>(w.deps(op).size()) + (stream_prev(op) ? 1 : 0);

@@ -107,6 +107,10 @@ struct SearchResult {
   double search_ms = 0;              // wall time of the search
   std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
   ConfigPlan plan;                   // one rule per class (none for nccl)
+  // SIGINT/SIGTERM stopped the search after NCCL's evaluation: the plan is the fastest one
+  // evaluated so far (common/interrupt.hpp). An interrupt during NCCL's own evaluation throws
+  // lagom::Interrupted instead.
+  bool interrupted = false;
 };
 
 // Runs one method. lagom::Error when the method cannot run within its budget (exhaustive on a

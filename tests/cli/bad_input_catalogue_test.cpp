@@ -1,0 +1,253 @@
+// The bad-input catalogue (docs/RELIABILITY.md): every case a review found silently accepted or
+// answered with an unclear error, one table per command. Each row runs `lagom` and states the
+// exit status and what stderr must say; a warning row is also run with --strict, where it must
+// become an error (exit 1) and leave no output file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "strings.hpp"
+
+namespace lagom::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CatalogueCase {
+  CatalogueCase(std::string w, std::vector<std::string> a, int code, std::vector<std::string> e,
+                bool warns = false, std::string out = {})
+      : what(std::move(w)),
+        args(std::move(a)),
+        exit_code(code),
+        err(std::move(e)),
+        warning(warns),
+        output(std::move(out)) {}
+  std::string what;
+  std::vector<std::string> args;  // "{dir}" is replaced by the case's scratch directory
+  int exit_code = 1;
+  std::vector<std::string> err;  // substrings of stderr
+  bool warning = false;          // exit 0 with a warning; --strict makes it exit 1
+  std::string output;            // a file the command writes ("{dir}/..."): absent under --strict
+};
+
+std::string filled_in(std::string s, const std::string& dir) {
+  for (std::size_t at; (at = s.find("{dir}")) != std::string::npos;) {
+    s.replace(at, 5, dir);
+  }
+  return s;
+}
+
+void write_input(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// Scratch inputs every table may use: a directory, logs, a plan made elsewhere.
+void make_catalogue_inputs(const fs::path& dir) {
+  fs::create_directories(dir / "a-directory");
+  const std::string header =
+      "# nThread 1 nGpus 8 minBytes 33554432 maxBytes 134217728 step: "
+      "2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 "
+      "graph: 0\n#\n";
+  const std::string rows =
+      "    33554432       4194304    double     sum      -1   182.87  183.49  321.10       0   "
+      "182.88  183.48  321.08       0\n"
+      "    67108864       8388608    double     sum      -1   313.66  213.95  374.42       0   "
+      "313.52  214.05  374.58       0\n"
+      "   134217728      16777216    double     sum      -1   564.78  237.64  415.88       0   "
+      "564.84  237.62  415.83       0\n";
+  // An older nccl-tests' output: no "# Collective test starting:" line, no program name.
+  write_input(dir / "raw.txt", header + rows);
+  // The same with one metadata line on top and no '---'.
+  write_input(dir / "annotated.txt", "collective: all_reduce\n" + header + rows);
+  // A row timed 0 us.
+  write_input(dir / "zero-time.txt",
+              "collective: all_reduce\n" + header + rows +
+                  "   268435456      33554432    double     sum      -1     0.00    0.00    0.00  "
+                  "     0     0.00    0.00    0.00       0\n");
+}
+
+void run_catalogue(const std::vector<CatalogueCase>& cases) {
+  for (const CatalogueCase& c : cases) {
+    TempDir tmp;
+    make_catalogue_inputs(tmp.path());
+    const std::string dir = tmp.path().string();
+    std::vector<std::string> args;
+    for (const std::string& a : c.args) {
+      args.push_back(filled_in(a, dir));
+    }
+    SCOPED_TRACE(c.what);
+    const CliRun r = run_lagom(args);
+    EXPECT_EQ(r.exit_code, c.warning ? 0 : c.exit_code) << r.err;
+    for (const std::string& e : c.err) {
+      EXPECT_TRUE(contains(r.err, filled_in(e, dir)))
+          << "expected '" << filled_in(e, dir) << "' in:\n"
+          << r.err;
+    }
+    if (c.warning) {
+      EXPECT_TRUE(contains(r.err, ": warning: ")) << r.err;
+      if (!c.output.empty()) {
+        fs::remove(filled_in(c.output, dir));
+      }
+      args.push_back("--strict");
+      const CliRun strict = run_lagom(args);
+      EXPECT_EQ(strict.exit_code, 1) << strict.err;
+      EXPECT_TRUE(contains(strict.err, "(--strict)")) << strict.err;
+      if (!c.output.empty()) {
+        EXPECT_FALSE(fs::exists(filled_in(c.output, dir))) << "--strict still wrote " << c.output;
+      }
+    }
+  }
+}
+
+const std::vector<std::string> kCatalogueLlama = {"--model", "llama3-8b", "--cluster", "dgx-h100",
+                                                  "--gbs",   "8",         "--seq",     "1024"};
+
+std::vector<std::string> args_with(std::vector<std::string> head,
+                                   const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+TEST(BadInputCatalogue, Simulate) {
+  run_catalogue({
+      {"--nodes 0 is not 1 node",
+       args_with({"simulate", "--parallel", "fsdp=8", "--nodes", "0"}, kCatalogueLlama),
+       1,
+       {"--nodes: expected an integer from 1 to 65536 (nodes), got '0'"}},
+      {"--nodes 2x is not 2",
+       args_with({"simulate", "--parallel", "fsdp=8", "--nodes", "2x"}, kCatalogueLlama),
+       2,
+       {"got '2x'"}},
+      {"--seq 0 is not the model's default",
+       {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel", "fsdp=8",
+        "--gbs", "8", "--seq", "0"},
+       2,
+       {"--seq must be at least 1, got 0"}},
+      {"a key given twice in --parallel",
+       args_with({"simulate", "--parallel", "tp=8,tp=4"}, kCatalogueLlama),
+       1,
+       {"--parallel 'tp=8,tp=4': tp is set twice"}},
+      {"tp beyond the key/value heads",
+       args_with({"simulate", "--parallel", "tp=16", "--nodes", "2"}, kCatalogueLlama),
+       1,
+       {"tp=16 does not divide the 8 key/value heads"}},
+      {"a directory as the workload",
+       {"simulate", "--workload", "{dir}/a-directory"},
+       1,
+       {"'{dir}/a-directory': it is a directory, not a file"}},
+      {"a directory as the profile",
+       args_with({"simulate", "--parallel", "fsdp=8", "--profile", "{dir}/a-directory"},
+                 kCatalogueLlama),
+       1,
+       {"it is a directory, not a file"}},
+  });
+}
+
+// A plan made for one workload and cluster, applied to another.
+TEST(BadInputCatalogue, SimulateWithAPlanMadeElsewhere) {
+  TempDir tmp;
+  const std::string plan = (tmp.path() / "plan.json").string();
+  const CliRun made = run_lagom({"tune", "--model", "phi-2", "--parallel", "fsdp=8", "--cluster",
+                                 "a40-nvlink", "--seq", "512", "--gbs", "8", "--out", plan});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  run_catalogue({
+      {"another cluster, and no op matches",
+       args_with({"simulate", "--parallel", "fsdp=8", "--plan", plan}, kCatalogueLlama),
+       0,
+       {"the plan '" + plan +
+            "' was made for cluster a40-nvlink x1, and this run is on dgx-h100 x1",
+        "the plan '" + plan + "' matched no communication op of this workload",
+        "(it was made for phi-2, fsdp=8"},
+       true},
+  });
+}
+
+TEST(BadInputCatalogue, Comm) {
+  run_catalogue({
+      {"--ranks 0 is not every GPU",
+       {"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "--ranks", "0"},
+       1,
+       {"--ranks must be at least 1, got 0"}},
+      {"a link of 1e-300 GB/s",
+       {"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "--set",
+        "pcie.link_bandwidth_GBps=1e-300"},
+       1,
+       {"pcie.link_bandwidth_GBps: must be >= 0.001 and at most 100000 GB/s"}},
+      {"a directory as the cluster",
+       {"comm", "--coll", "allreduce", "--cluster", "{dir}/a-directory/"},
+       1,
+       {"it is a directory, not a file"}},
+  });
+}
+
+TEST(BadInputCatalogue, Calibrate) {
+  const std::string a100 = "builtin:12-a100x8-nvswitch-allreduce-1proc";
+  run_catalogue({
+      {"a GPU other than the cluster's",
+       {"calibrate", "check", "--nccl-tests", a100 + "@a40-pcie"},
+       0,
+       {"the log ran on A100 GPUs (NVIDIA A100-SXM4-80GB), and cluster a40-pcie has"},
+       true},
+      {"a fit that matches nothing",
+       {"calibrate", "fit", "--nccl-tests", a100 + "@a40-pcie", "-o", "{dir}/fit.json"},
+       0,
+       {"the fit's median residual over rows >= 1 MiB is"},
+       true,
+       "{dir}/fit.json"},
+      {"a node count the log contradicts",
+       {"calibrate", "check", "--nccl-tests", a100 + "@dgx-a100:2"},
+       0,
+       {"the log ran on 1 node (8 ranks), and 2 were declared"},
+       true},
+      {"CLUSTER:2x is not 2 nodes",
+       {"calibrate", "check", "--nccl-tests", a100 + "@dgx-a100:2x"},
+       1,
+       {"the node count: expected an integer from 1 to 65536 (nodes), got '2x'"}},
+      {"rows timed 0 us",
+       {"calibrate", "check", "--nccl-tests", "{dir}/zero-time.txt@dgx-h100"},
+       0,
+       {"1 row with a zero or negative time left out (line "},
+       true},
+      {"a directory as the log",
+       {"calibrate", "check", "--nccl-tests", "{dir}/a-directory@dgx-h100"},
+       1,
+       {"it is a directory, not a file"}},
+      {"an older log that does not name its collective",
+       {"calibrate", "check", "--nccl-tests", "{dir}/raw.txt@dgx-h100"},
+       1,
+       {"the log does not say which collective it measured", "pass --coll NAME"}},
+      {"... named args_with --coll",
+       {"calibrate", "check", "--nccl-tests", "{dir}/raw.txt@dgx-h100", "--coll", "all_reduce"},
+       0,
+       {}},
+      {"... or args_with one metadata line and no '---'",
+       {"calibrate", "check", "--nccl-tests", "{dir}/annotated.txt@dgx-h100"},
+       0,
+       {}},
+      {"--coll that contradicts the log",
+       {"calibrate", "check", "--nccl-tests", "{dir}/annotated.txt@dgx-h100", "--coll",
+        "all_gather"},
+       1,
+       {"--coll all_gather but the log says it measured all_reduce"}},
+  });
+}
+
+TEST(BadInputCatalogue, Overlap) {
+  run_catalogue({
+      {"GEMM dimensions past any GPU",
+       {"overlap", "--cluster", "dgx-h100", "--compute", "gemm:m=1e12,n=1e12,k=1e12"},
+       1,
+       {"--compute 'gemm:m=1e12,n=1e12,k=1e12': m: expected a number from 1 to 16777216"}},
+      {"--bytes 0",
+       {"overlap", "--cluster", "dgx-h100", "--bytes", "0", "--compute", "gemm:m=64,n=64,k=64"},
+       1,
+       {"'0' is not a size of at least 1 byte"}},
+  });
+}
+
+}  // namespace
+}  // namespace lagom::test
