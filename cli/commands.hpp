@@ -2,8 +2,10 @@
 // returns the process exit code; lagom::Error escapes to main(), which prints it.
 #pragma once
 
+#include <cstddef>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lagom::cli {
@@ -33,6 +35,9 @@ int sweep_command(const std::vector<std::string>& args);
 // still go to stdout): what `lagom sweep` runs for each point, on its own thread.
 int run_simulate(const std::vector<std::string>& args, std::ostream& json_out);
 int run_tune(const std::vector<std::string>& args, std::ostream& json_out);
+// Reads a sweep file's text and expands its points (docs/sweep.md); returns how many. lagom::Error
+// for anything `lagom sweep` would refuse before running a point (fuzz/sweep_fuzz.cpp).
+std::size_t check_sweep(std::string_view text, const std::string& origin);
 int run_compare(const std::vector<std::string>& args, std::ostream& json_out);
 
 }  // namespace lagom::cli

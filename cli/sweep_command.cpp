@@ -187,10 +187,9 @@ void append_args(const json_reader::Ctx& at, const std::string& option, const or
   }
 }
 
-Sweep read_sweep(const std::string& path) {
+Sweep parse_sweep(std::string_view text, const std::string& path) {
   Sweep s;
   s.origin = path;
-  const std::string text = json_reader::read_text_file(path, "sweep file");
   const ordered_json doc = json_reader::parse_ordered_document(text, path, "lagom.sweep");
   s.hash = fmt::format("fnv1a64:{:016x}", fnv1a64(doc.dump()));
   const json_reader::Ctx ctx{path, ""};
@@ -330,6 +329,10 @@ std::vector<Point> points_of(const Sweep& s) {
     }
   }
   return points;
+}
+
+Sweep read_sweep(const std::string& path) {
+  return parse_sweep(json_reader::read_text_file(path, "sweep file"), path);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -688,6 +691,10 @@ int merge(const std::vector<std::string>& files) {
 }
 
 }  // namespace
+
+std::size_t check_sweep(std::string_view text, const std::string& origin) {
+  return points_of(parse_sweep(text, origin)).size();
+}
 
 int sweep_command(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "merge") {

@@ -32,7 +32,8 @@ const std::map<std::string, Harness>& harnesses() {
                                                      {"model", fuzz::model},
                                                      {"plan", fuzz::plan},
                                                      {"parallel_spec", fuzz::parallel_spec},
-                                                     {"compute_spec", fuzz::compute_spec}};
+                                                     {"compute_spec", fuzz::compute_spec},
+                                                     {"sweep", fuzz::sweep}};
   return all;
 }
 
