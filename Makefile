@@ -30,27 +30,25 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-deps-notebooks:
-	@missing=""; for p in $(NOTEBOOK_PACKAGES); do \
+# $(call install_missing,PACKAGES,FOR): installs those of PACKAGES that are missing (apt-get update
+# only when the first try fails, since `make deps` has just updated).
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "Installing missing Debian packages for the notebooks:$$missing"; \
+	  echo "Installing missing Debian packages for $(2):$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || \
 	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
 	fi
+endef
+
+deps-notebooks:
+	$(call install_missing,$(NOTEBOOK_PACKAGES),the notebooks)
 
 deps-fuzz: deps
-	@missing=""; for p in $(FUZZ_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing missing Debian packages for the fuzzers:$$missing"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || \
-	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; }; \
-	fi
+	$(call install_missing,$(FUZZ_PACKAGES),the fuzzers)
 
 configure: deps
 	cmake --preset default
