@@ -37,7 +37,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out);
 int run_tune(const std::vector<std::string>& args, std::ostream& json_out);
 // Reads a sweep file's text and expands its points (docs/sweep.md); returns how many. lagom::Error
 // for anything `lagom sweep` would refuse before running a point (fuzz/sweep_fuzz.cpp).
-std::size_t check_sweep(std::string_view text, const std::string& origin);
+// `max_points` caps the expansion (the fuzzer keeps each input small).
+std::size_t check_sweep(std::string_view text, const std::string& origin,
+                        std::size_t max_points = 1000000);
 int run_compare(const std::vector<std::string>& args, std::ostream& json_out);
 
 }  // namespace lagom::cli

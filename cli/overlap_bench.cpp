@@ -43,8 +43,8 @@ std::vector<Kernel> parse_compute(const std::string& spec) {
       }
       const std::string key = item.substr(0, eq);
       const std::string val = item.substr(eq + 1);
-      // Shapes up to 2^24 per dimension (a GEMM's operands and FLOPs stay far inside int64 and
-      // double), element counts up to 1e13, repeats up to 1000.
+      // Shapes up to 2^24 per dimension, element counts up to 1e13, repeats up to 1000; the
+      // total work is bounded below.
       const double limit = key == "elems" ? 1e13 : key == "repeat" ? 1000 : 16777216;
       const double v =
           key == "repeat" ? static_cast<double>(parse_integer(
@@ -89,6 +89,20 @@ std::vector<Kernel> parse_compute(const std::string& spec) {
   }
   if (!args.empty()) {
     throw Error(fmt::format("--compute '{}': unknown parameter '{}'", spec, args.begin()->first));
+  }
+  // The work in all, so that no kernel time can overflow the engine's nanoseconds (1e18 FLOPs
+  // is hours on any GPU).
+  double flops = 0;
+  double bytes = 0;
+  for (const Kernel& k : one) {
+    flops += k.shape.flops * repeat;
+    bytes += k.bytes * repeat;
+  }
+  if (flops > 1e18 || bytes > 1e18) {
+    throw Error(
+        fmt::format("--compute '{}': {:.3g} FLOPs and {:.3g} bytes in all; at most 1e18 "
+                    "of each",
+                    spec, flops, bytes));
   }
   std::vector<Kernel> out;
   for (int r = 0; r < static_cast<int>(repeat); ++r) {

@@ -132,9 +132,11 @@ void warn_about_plan(const search::ConfigPlan& plan, const std::string& path,
   if (hardware != nullptr && !made.cluster.empty()) {
     const std::string here =
         fmt::format("{} x{}", hardware->cluster.name(), hardware->cluster.nodes());
-    if (made.cluster != here) {
+    // tune writes "name xN" and, when the job sets NCCL variables, ", NCCL_X=..." after it.
+    const std::string made_on = made.cluster.substr(0, made.cluster.find(','));
+    if (made_on != here) {
       warn(fmt::format("the plan '{}' was made for cluster {}, and this run is on {}", path,
-                       made.cluster, here));
+                       made_on, here));
     }
   }
   if (overrides.matched_ops() == 0 && !plan.rules.empty()) {

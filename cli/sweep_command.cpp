@@ -692,8 +692,18 @@ int merge(const std::vector<std::string>& files) {
 
 }  // namespace
 
-std::size_t check_sweep(std::string_view text, const std::string& origin) {
-  return points_of(parse_sweep(text, origin)).size();
+std::size_t check_sweep(std::string_view text, const std::string& origin, std::size_t max_points) {
+  const Sweep s = parse_sweep(text, origin);
+  std::size_t n = s.zip ? s.axes.front().values.size() : 1;
+  for (const Axis& a : s.axes) {
+    n = s.zip ? n
+              : (a.values.empty() || n > max_points / a.values.size() ? max_points + 1
+                                                                      : n * a.values.size());
+  }
+  if (n > max_points) {
+    throw Error(fmt::format("{}: more than {} points", origin, max_points));
+  }
+  return points_of(s).size();
 }
 
 int sweep_command(const std::vector<std::string>& args) {

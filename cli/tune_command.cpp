@@ -67,7 +67,8 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
     return kExitOk;  // --help
   }
   const search::Method m = method_of(method);
-  const search::SearchOptions so = search_options(t, m);
+  search::SearchOptions so = search_options(t, m);
+  so.keep_on_interrupt = true;  // an interrupted tune writes the best plan so far
   SearchSetup s = setup_search(input, hw, mo, t, vm);
   search::SearchResult r = search::run_search(*s.eval, so);
   r.plan.context.workload = what_of(s);
@@ -98,7 +99,7 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
                "NCCL's own choice {} us) {}\n",
                r.evaluations, format_us(r.step_time.count_ns()),
                format_us(r.nccl_step_time.count_ns()),
-               out_path.empty() ? "is not kept (no --out)" : "written to " + out_path);
+               out_path.empty() ? "is not written as a plan (no --out)" : "written to " + out_path);
     return kExitInterrupted;
   }
   const double speedup = r.nccl_step_time.us() / r.step_time.us();

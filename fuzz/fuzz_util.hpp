@@ -28,6 +28,18 @@ inline void require(bool holds, const char* what) {
   }
 }
 
+// Reads back what Lagom itself wrote for an accepted input: a lagom::Error here is a finding
+// (the writer produced text the reader refuses), not bad input.
+template <class Read>
+auto reread(Read read, const char* what) {
+  try {
+    return read();
+  } catch (const lagom::Error& e) {
+    std::fprintf(stderr, "finding: %s: %s\n", what, e.what());
+    std::abort();
+  }
+}
+
 // Runs `read` on one input: lagom::Error is the expected answer to bad input; anything else
 // that escapes aborts, so that libFuzzer records the input.
 template <class Read>

@@ -1,6 +1,7 @@
 // Writing output files (see files.hpp): atomically, through a temporary file beside the target.
 #include "lagom/common/files.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,14 +29,45 @@ bool written_in_place(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
 }
 
-// "<dir>/.<name>.lagom-tmp.<pid>.<n>": hidden, beside the target (so that rename() stays on one
-// file system), unique per process and call.
-std::string temporary_beside(const std::string& path) {
+// The file a chain of symbolic links ends at (relative links resolved against their own
+// directory), so that the rename replaces that file and keeps the links; `path` itself when it
+// is not a link, and the last link when the chain is dangling or loops (at most 40 links).
+std::string link_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  for (int i = 0; i < 40; ++i) {
+    std::error_code ec;
+    if (!fs::is_symlink(p, ec) || ec) {
+      break;
+    }
+    const fs::path next = fs::read_symlink(p, ec);
+    if (ec) {
+      break;
+    }
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  return p.string();
+}
+
+// Creates "<dir>/.<name>.lagom-tmp.<pid>.<n>" exclusively (O_EXCL, no link followed): hidden,
+// beside the target so that rename() stays on one file system, never an existing file.
+std::string create_temporary_beside(const std::string& path, const std::string& given,
+                                    std::string_view what) {
   static std::atomic<unsigned> counter{0};
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  return fmt::format("{}.{}.lagom-tmp.{}.{}", dir, name, ::getpid(), counter++);
+  for (;;) {
+    std::string tmp = fmt::format("{}.{}.lagom-tmp.{}.{}", dir, name, ::getpid(), counter++);
+    const int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      ::close(fd);
+      return tmp;
+    }
+    if (errno != EEXIST) {  // a missing or read-only directory: name the target
+      throw Error(fmt::format("cannot write {}: {}", named(what, given), std::strerror(errno)));
+    }
+  }
 }
 
 // Removes the temporary file when the write did not complete.
@@ -65,30 +97,25 @@ void write_stream(std::ofstream& out, const std::string& shown, std::string_view
 
 void write_file_with(const std::string& given, const std::function<void(std::ostream&)>& write,
                      std::string_view what) {
-  // Through a symbolic link to the file it names, as a plain write would.
-  std::error_code ec;
-  const std::string path = std::filesystem::is_symlink(given, ec)
-                               ? std::filesystem::weakly_canonical(given, ec).string()
-                               : given;
-  if (written_in_place(path)) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    write_stream(out, path, what, write);
+  // /dev/stdout, /dev/fd/N, /proc/self/fd/N (a pipe, a terminal, or a file the shell opened,
+  // perhaps for appending) and anything else that is not a regular file: written in place.
+  if (given.starts_with("/dev/") || given.starts_with("/proc/") || written_in_place(given)) {
+    std::ofstream out(given, std::ios::binary | std::ios::trunc);
+    write_stream(out, given, what, write);
     return;
   }
-  TemporaryFile tmp{temporary_beside(path)};
+  const std::string path = link_target(given);
+  TemporaryFile tmp{create_temporary_beside(path, given, what)};
   {
     std::ofstream out(tmp.path, std::ios::binary | std::ios::trunc);
-    if (!out) {  // the directory is missing or not writable: name the target, not the temporary
-      throw Error(fmt::format("cannot write {}: {}", named(what, path), std::strerror(errno)));
-    }
-    write_stream(out, path, what, write);
+    write_stream(out, given, what, write);
   }
   struct stat old {};
   if (::stat(path.c_str(), &old) == 0) {  // a replaced file keeps its permissions
     ::chmod(tmp.path.c_str(), old.st_mode & 07777);
   }
   if (std::rename(tmp.path.c_str(), path.c_str()) != 0) {
-    throw Error(fmt::format("cannot write {}: {}", named(what, path), std::strerror(errno)));
+    throw Error(fmt::format("cannot write {}: {}", named(what, given), std::strerror(errno)));
   }
   tmp.kept = true;
 }

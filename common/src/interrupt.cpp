@@ -20,8 +20,11 @@ extern "C" void on_stop_signal(int sig) {
 }  // namespace
 
 void install_interrupt_handlers() {
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  for (const int sig : {SIGINT, SIGTERM}) {
+    if (std::signal(sig, on_stop_signal) == SIG_IGN) {
+      std::signal(sig, SIG_IGN);  // a job started with the signal ignored keeps ignoring it
+    }
+  }
 }
 
 bool interrupt_requested() noexcept {

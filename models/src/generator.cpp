@@ -565,6 +565,7 @@ Parallelism parse_parallelism(std::string_view text) {
   std::size_t pos = 0;
   bool any = false;
   std::set<std::string> given;  // keys set so far
+  bool fsdp_seen = false;
   while (pos <= s.size()) {
     const std::size_t comma = s.find(',', pos);
     const std::string item =
@@ -575,6 +576,9 @@ Parallelism parse_parallelism(std::string_view text) {
     }
     any = true;
     if (item == "sp") {
+      if (p.sp) {
+        throw Error(fmt::format("--parallel '{}': sp is set twice", text));
+      }
       p.sp = true;
       continue;
     }
@@ -587,15 +591,24 @@ Parallelism parse_parallelism(std::string_view text) {
     }
     const std::string key = item.substr(0, eq);
     const std::string val = item.substr(eq + 1);
+    static const std::set<std::string> kKeys = {"tp", "pp", "dp", "ep", "vpp", "fsdp", "zero"};
+    if (!kKeys.contains(key)) {
+      throw Error(
+          fmt::format("--parallel '{}': unknown key '{}' (tp, pp, dp, ep, fsdp, vpp, "
+                      "zero, sp)",
+                      text, key));
+    }
     // fsdp=N sets dp and zero: each may be given once, by either spelling.
+    const bool by_fsdp = key == "fsdp";
     for (const std::string& k :
-         key == "fsdp" ? std::vector<std::string>{"dp", "zero"} : std::vector<std::string>{key}) {
+         by_fsdp ? std::vector<std::string>{"dp", "zero"} : std::vector<std::string>{key}) {
+      const bool fsdp_involved = by_fsdp || (fsdp_seen && (k == "dp" || k == "zero"));
       if (!given.insert(k).second) {
-        throw Error(fmt::format(
-            "--parallel '{}': {} is set twice{}", text, k,
-            s.find("fsdp") != std::string::npos ? " (fsdp=N sets dp=N and zero=3)" : ""));
+        throw Error(fmt::format("--parallel '{}': {} is set twice{}", text, k,
+                                fsdp_involved ? " (fsdp=N sets dp=N and zero=3)" : ""));
       }
     }
+    fsdp_seen = fsdp_seen || by_fsdp;
     const int min = key == "zero" ? 0 : 1;
     const int v = static_cast<int>(
         parse_integer(val, fmt::format("--parallel '{}': {}", text, key), min, 1 << 20));

@@ -60,6 +60,9 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
     // otherwise one more, which the walks keep inside the budget (spent() reserves it).
     final_eval = best == last_configs_ ? last_ : best == best_configs_ ? best_ : evaluate(best);
   } catch (const Stop&) {
+    if (!o_.keep_on_interrupt) {
+      throw Interrupted();
+    }
     interrupted = true;
     best = fastest_configs_;
     final_eval = fastest_;

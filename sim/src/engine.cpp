@@ -101,9 +101,10 @@ class Engine::Impl {
       apply_rates();
     }
     while (!heap_.empty()) {
-      // SIGINT/SIGTERM (common/interrupt.hpp): polled every 4096 events, well under a
-      // millisecond apart.
-      if ((r_.events & 4095) == 0) {
+      // SIGINT/SIGTERM (common/interrupt.hpp): polled every 4096 events or so, well under a
+      // millisecond apart (an iteration may pop several events, so a threshold, not a modulus).
+      if (r_.events >= next_poll_) {
+        next_poll_ = r_.events + 4096;
         check_interrupt();
       }
       if (!pop_current()) {
@@ -420,6 +421,7 @@ class Engine::Impl {
   SimOptions opt_;
   std::vector<SimObserver*> observers_;
   bool ran_ = false;
+  std::uint64_t next_poll_ = 0;  // r_.events at which to poll for an interrupt next
 
   SimResult r_;
   Time now_;

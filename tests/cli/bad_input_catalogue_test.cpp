@@ -166,6 +166,21 @@ TEST(BadInputCatalogue, SimulateWithAPlanMadeElsewhere) {
   });
 }
 
+// The same plan replayed where it was made (with the job's NCCL variables): no warning.
+TEST(BadInputCatalogue, APlanReplayedWhereItWasMadeIsQuiet) {
+  TempDir tmp;
+  const std::string plan = (tmp.path() / "plan.json").string();
+  const std::vector<std::string> step = {
+      "--model", "phi-2", "--parallel", "fsdp=8", "--cluster",  "a40-nvlink",
+      "--seq",   "512",   "--gbs",      "8",      "--nccl-env", "NCCL_MIN_CTAS=2"};
+  const CliRun made = run_lagom(args_with(args_with({"tune"}, step), {"--out", plan}));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const CliRun replay =
+      run_lagom(args_with(args_with({"simulate"}, step), {"--plan", plan, "--strict"}));
+  EXPECT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_FALSE(contains(replay.err, "warning")) << replay.err;
+}
+
 TEST(BadInputCatalogue, Comm) {
   run_catalogue({
       {"--ranks 0 is not every GPU",

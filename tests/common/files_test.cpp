@@ -83,6 +83,16 @@ TEST(AtomicWrite, KeepsPermissionsAndFollowsSymlinks) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+TEST(AtomicWrite, ADanglingLinkGetsItsTargetCreated) {
+  TempDir tmp;
+  const fs::path link = tmp.path() / "latest.json";
+  fs::create_symlink("runs/one.json", link);  // relative, resolved against the link's directory
+  fs::create_directories(tmp.path() / "runs");
+  write_file(link.string(), "made");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(tmp.path() / "runs" / "one.json"), "made");
+}
+
 TEST(AtomicWrite, ADeviceIsWrittenInPlace) {
   write_file("/dev/null", "discarded");
   struct stat st {};

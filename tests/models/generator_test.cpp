@@ -1089,6 +1089,11 @@ TEST(GeneratorErrors, EachRuleIsNamed) {
       "--parallel 'tp=8,tp=4': tp is set twice");
   has(test::error_of([] { parse_parallelism("fsdp=8,zero=1"); }),
       "zero is set twice (fsdp=N sets dp=N and zero=3)");
+  has(test::error_of([] { parse_parallelism("foo=1,foo=2"); }), "unknown key 'foo'");
+  has(test::error_of([] { parse_parallelism("sp,sp,tp=2"); }), "sp is set twice");
+  const std::string tp_twice = test::error_of([] { parse_parallelism("fsdp=8,tp=2,tp=4"); });
+  has(tp_twice, "tp is set twice");
+  EXPECT_EQ(tp_twice.find("fsdp=N sets"), std::string::npos) << tp_twice;
   has(test::error_of([] { parse_parallelism("zero=4"); }), "zero is 0, 1, 2 or 3");
   has(test::error_of([] { parse_parallelism("tp"); }), "is not key=value");
   has(test::error_of([] { parse_parallelism(""); }), "--parallel is empty");

@@ -5,8 +5,11 @@
 // (".<name>.lagom-tmp.<pid>.<n>"), which is renamed over the target once complete. A write that
 // fails or throws removes its temporary file and leaves the previous file as it was; a process
 // killed outright (SIGKILL) may leave the temporary file, never a partial target. A replaced file
-// keeps its permissions; a symbolic link is followed. A target that exists and is not a regular
-// file (/dev/stdout, a FIFO) is written in place.
+// keeps its permissions; a chain of symbolic links is followed to the file it names (a dangling
+// link gets its target created), and the links stay. A path under /dev/ or /proc/ (/dev/stdout,
+// /dev/fd/N: the shell may have opened a pipe or a file for appending) and a target that exists
+// and is not a regular file (a FIFO) are written in place. The temporary is created exclusively
+// (O_EXCL, no link followed).
 #pragma once
 
 #include <functional>

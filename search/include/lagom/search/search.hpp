@@ -91,6 +91,10 @@ struct SearchOptions {
   // every progress_every_s seconds of a long search (none for a search shorter than that).
   std::function<void(std::int64_t evaluations, double seconds)> progress;
   double progress_every_s = 5;
+  // SIGINT/SIGTERM after NCCL's evaluation: return the fastest plan so far, marked interrupted
+  // (lagom tune, which writes it), or throw lagom::Interrupted (every other caller, whose
+  // numbers would be partial).
+  bool keep_on_interrupt = false;
 };
 
 struct ClassChoice {
@@ -107,9 +111,8 @@ struct SearchResult {
   double search_ms = 0;              // wall time of the search
   std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
   ConfigPlan plan;                   // one rule per class (none for nccl)
-  // SIGINT/SIGTERM stopped the search after NCCL's evaluation: the plan is the fastest one
-  // evaluated so far (common/interrupt.hpp). An interrupt during NCCL's own evaluation throws
-  // lagom::Interrupted instead.
+  // SIGINT/SIGTERM stopped the search after NCCL's evaluation and keep_on_interrupt was set: the
+  // plan is the fastest one evaluated so far (common/interrupt.hpp).
   bool interrupted = false;
 };
 
