@@ -6,7 +6,6 @@
 #include <iostream>
 #include <new>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -100,14 +99,7 @@ int main(int argc, char** argv) {
     }
   }
   lagom::cli::set_warning_context(cmd->name, strict);
-  // The commands whose long phases poll for SIGINT/SIGTERM (common/interrupt.hpp); the others
-  // end on the signal's default action (their outputs are atomic, so nothing partial is left).
-  for (const std::string_view polls : {"simulate", "tune", "compare", "sweep", "reproduce",
-                                       "overlap", "sensitivity", "validate", "export"}) {
-    if (cmd->name == polls) {
-      lagom::install_interrupt_handlers();
-    }
-  }
+  lagom::install_interrupt_handlers();
   try {
     return cmd->run(rest);
   } catch (const lagom::Interrupted&) {

@@ -20,11 +20,8 @@ extern "C" void on_stop_signal(int sig) {
 }  // namespace
 
 void install_interrupt_handlers() {
-  for (const int sig : {SIGINT, SIGTERM}) {
-    if (std::signal(sig, on_stop_signal) == SIG_IGN) {
-      std::signal(sig, SIG_IGN);  // a job started with the signal ignored keeps ignoring it
-    }
-  }
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
 }
 
 bool interrupt_requested() noexcept {
