@@ -12,6 +12,8 @@
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/interrupt.hpp"
+#include "lagom/common/memory.hpp"
+#include "lagom/common/units.hpp"
 #include "warnings.hpp"
 
 namespace {
@@ -63,7 +65,11 @@ void print_help() {
   fmt::print(
       "\nOptions:\n  -h, --help    show this help\n  --version     print the version\n\n"
       "Exit status: 0 success, 1 bad input or impossible request, 2 bad command line,\n"
-      "130 interrupted (SIGINT/SIGTERM). Every command takes --strict: warnings become errors.\n");
+      "130 interrupted (SIGINT/SIGTERM).\n\n"
+      "Every command also takes:\n"
+      "  --strict          warnings become errors\n"
+      "  --max-memory SIZE the memory lagom may use (e.g. 64G; default: what the machine has\n"
+      "                    available). Requests estimated to need more are refused up front.\n");
 }
 
 }  // namespace
@@ -88,12 +94,31 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "lagom: unknown command '{}'. Run 'lagom --help' for the list.\n", args[0]);
     return lagom::cli::kExitUsage;
   }
-  // --strict, accepted by every command: warnings (legal but suspicious input) become errors.
+  // Accepted by every command: --strict (warnings, legal but suspicious input, become errors)
+  // and --max-memory SIZE (the memory the process may use; common/memory.hpp).
   std::vector<std::string> rest;
   bool strict = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--strict") {
       strict = true;
+    } else if (args[i] == "--max-memory" || args[i].starts_with("--max-memory=")) {
+      std::string value;
+      if (args[i] != "--max-memory") {
+        value = args[i].substr(std::strlen("--max-memory="));
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      }
+      try {
+        const std::int64_t bytes = lagom::parse_bytes(value, "--max-memory");
+        if (bytes < 1) {
+          throw lagom::Error("--max-memory: must be at least 1 byte");
+        }
+        lagom::set_memory_limit(static_cast<std::uint64_t>(bytes));
+      } catch (const lagom::Error& e) {
+        fmt::print(stderr, "lagom {}: {}\nRun 'lagom {} --help' for the options.\n", cmd->name,
+                   e.what(), cmd->name);
+        return lagom::cli::kExitUsage;
+      }
     } else {
       rest.push_back(args[i]);
     }

@@ -5,6 +5,7 @@
 
 #include "lagom/common/error.hpp"
 #include "lagom/models/model_spec.hpp"
+#include "memory_budget.hpp"
 
 namespace lagom::cli {
 
@@ -120,6 +121,12 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
 
 models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node) {
   const Prepared p = prepare(opts, gpus, gpus_per_node);
+  // The generator's rules (in counting), then GPU memory (the planner's question), then whether
+  // this machine can hold the step.
+  const models::StepSize size = models::count_step_ops(p.model, p.par, p.cfg);
+  models::check_gpu_memory(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
+  check_generated_step(size, fmt::format("{} with {}, gbs {}", p.model.name,
+                                         models::to_string(p.par), p.cfg.gbs));
   return models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
 }
 

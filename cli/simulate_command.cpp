@@ -25,6 +25,7 @@
 #include "lagom/sim/stats.hpp"
 #include "lagom/traces/chrome_trace.hpp"
 #include "lagom/traces/execution_graph.hpp"
+#include "memory_budget.hpp"
 #include "model_input.hpp"
 #include "report.hpp"
 #include "step_input.hpp"
@@ -219,6 +220,9 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   const std::optional<Hardware>& hardware = step.hardware;
   const LoadedWorkload& in = step.in;
   const traces::Workload& w = in.workload;
+  if (vm.count("json") && !vm.count("no-op-times")) {
+    check_json_report(w.op_count());  // before simulating: the report is the largest thing built
+  }
   if (!hardware && vm.count("no-contention")) {
     throw po::error("--no-contention needs --cluster");
   }

@@ -12,6 +12,7 @@
 #include "lagom/common/hash.hpp"
 #include "lagom/traces/chakra.hpp"
 #include "lagom/traces/workload_json.hpp"
+#include "memory_budget.hpp"
 
 namespace lagom::cli {
 namespace examples {
@@ -39,6 +40,7 @@ LoadedWorkload load_workload(const std::string& spec) {
     }
     text = std::string(f->content);
   } else {
+    check_workload_file(spec);
     text = traces::read_text_file(spec, "workload file");
   }
   LoadedWorkload out{traces::parse_workload_json(text, spec), spec,
@@ -73,6 +75,7 @@ LoadedWorkload load_workload_input(const WorkloadInput& in, const po::variables_
                std::filesystem::exists(traces::chakra_comm_groups_path(in.chakra), ec)) {
       groups = traces::chakra_comm_groups_path(in.chakra);
     }
+    check_chakra_files(traces::chakra_rank_files(in.chakra));
     traces::ChakraReadInfo info;
     traces::Workload w = traces::read_chakra(in.chakra, groups, &info);
     std::uint64_t hash = info.input_hash;

@@ -75,6 +75,22 @@ class Generator {
     first_layer_ = internal::stage_first_layers(m.layers, p.pp * p.vpp);
   }
 
+  // Ops that one rank of each pipeline stage emits with `micro` micro-batches, emitted into a
+  // scratch builder (ranks of one stage emit the same ops, whatever their other coordinates).
+  std::vector<std::uint64_t> stage_op_counts(int micro) {
+    if (comms_.tp.empty()) {
+      comms_ = internal::make_communicators(layout_, p_, b_);
+    }
+    micro_ = micro;
+    std::vector<std::uint64_t> out;
+    for (int stage = 0; stage < p_.pp; ++stage) {
+      const std::size_t before = b_.op_count();
+      emit_rank(layout_.rank_of(internal::Coord{0, 0, 0, stage}));
+      out.push_back(b_.op_count() - before);
+    }
+    return out;
+  }
+
   GeneratedStep run() {
     comms_ = internal::make_communicators(layout_, p_, b_);
     for (int r = 0; r < layout_.rank_count(); ++r) {
@@ -723,8 +739,10 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   return e;
 }
 
-GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c,
-                            double gpu_memory_bytes) {
+namespace {
+
+// The rules generate_step checks before generating; returns the micro-batches per pipeline.
+int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
   const std::string what = fmt::format("{} with {}", m.name, to_string(p));
   auto fail = [&](const std::string& why) -> void {
     throw Error(fmt::format("{}: {}", what, why));
@@ -795,21 +813,59 @@ GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const Trai
     fail(fmt::format("interleaved 1F1B needs the {} micro-batches to be a multiple of pp={}", micro,
                      p.pp));
   }
-  MemoryEstimate mem = estimate_memory(m, p, c);
+  return micro;
+}
+
+}  // namespace
+
+void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c,
+                      double gpu_memory_bytes) {
+  const MemoryEstimate mem = estimate_memory(m, p, c);
   if (gpu_memory_bytes > 0 && mem.total() > gpu_memory_bytes) {
-    fail(fmt::format(
-        "does not fit in GPU memory: {:.1f} GB needed (weights {:.1f}, gradients {:.1f}, "
+    throw Error(fmt::format(
+        "{} with {}: does not fit in GPU memory: {:.1f} GB needed (weights {:.1f}, gradients "
+        "{:.1f}, "
         "optimizer {:.1f}, activations {:.1f}, buffers {:.1f}) > {:.1f} GB; use more model "
         "parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller --mbs",
-        mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9, mem.optimizer / 1e9,
-        mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9));
+        m.name, to_string(p), mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9,
+        mem.optimizer / 1e9, mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9));
   }
+}
+
+GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c,
+                            double gpu_memory_bytes) {
+  check_step(m, p, c);
+  const int seq = c.seq > 0 ? c.seq : m.seq_len;
+  check_gpu_memory(m, p, c, gpu_memory_bytes);
   Generator g(m, p, c);
   GeneratedStep out = g.run();
-  out.memory = mem;
+  out.memory = estimate_memory(m, p, c);
   out.description = fmt::format("{}, {}, mbs {}, gbs {}, seq {}, {}{}", m.name, to_string(p), c.mbs,
                                 c.gbs, seq, c.bytes_per_element == 4 ? "fp32" : "bf16",
                                 c.recompute ? ", full recompute" : "");
+  return out;
+}
+
+StepSize count_step_ops(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
+  const int micro = check_step(m, p, c);
+  // A rank's ops are affine in the micro-batches: every micro-batch adds the same forward and
+  // backward units (interleaved 1F1B in groups of pp), and what differs (warm-up, the last
+  // micro-batch's gradient reductions, the optimizer) is the same for any count. Two probes
+  // give the slope; each stage's ranks all emit what its first rank does.
+  const int q = p.vpp > 1 ? p.pp : 1;
+  TrainingConfig probe = c;
+  probe.gbs = q * c.mbs * p.dense_dp();
+  Generator g(m, p, probe);
+  const std::vector<std::uint64_t> one = g.stage_op_counts(q);
+  const std::vector<std::uint64_t> two = g.stage_op_counts(2 * q);
+  const internal::RankLayout layout(p, c.fold_dp);
+  StepSize out;
+  out.ranks = static_cast<std::uint64_t>(layout.rank_count());
+  const double per_stage = static_cast<double>(out.ranks) / p.pp;
+  for (std::size_t s = 0; s < one.size(); ++s) {
+    const double slope = static_cast<double>(two[s] - one[s]) / q;
+    out.ops += per_stage * (static_cast<double>(one[s]) + slope * (micro - q));
+  }
   return out;
 }
 

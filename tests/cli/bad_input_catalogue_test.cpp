@@ -61,6 +61,7 @@ void make_catalogue_inputs(const fs::path& dir) {
       "564.84  237.62  415.83       0\n";
   // An older nccl-tests' output: no "# Collective test starting:" line, no program name.
   write_input(dir / "raw.txt", header + rows);
+  fs::copy_file(data_path("workloads/two-rank.json"), dir / "two-rank.json");
   // The same with one metadata line on top and no '---'.
   write_input(dir / "annotated.txt", "collective: all_reduce\n" + header + rows);
   // A row timed 0 us.
@@ -145,6 +146,53 @@ TEST(BadInputCatalogue, Simulate) {
        1,
        {"it is a directory, not a file"}},
   });
+}
+
+// Absurd sizes are refused before anything is allocated for them (cli/memory_budget.hpp), with
+// the estimate and the limit; --max-memory moves the limit (a tiny one here, so that the rows do
+// not depend on the machine's memory).
+TEST(BadInputCatalogue, AbsurdSizes) {
+  const std::vector<std::string> llama = {"--model",  "llama3-8b",  "--cluster",
+                                          "dgx-h100", "--parallel", "fsdp=8"};
+  run_catalogue({
+      {"10^8 sequences: more ops than a workload holds",
+       args_with({"simulate", "--gbs", "100000000"}, llama),
+       1,
+       {"gbs 100000000: the step would hold 8.07e+10 ops, more than a workload can", "--fold"}},
+      {"a step over the memory limit",
+       args_with({"simulate", "--gbs", "1024", "--max-memory", "20M"}, llama),
+       1,
+       {"llama3-8b with fsdp=8, gbs 1024 (8.26e+05 ops on 8 ranks) would need about 126 MiB",
+        "that --max-memory allows", "or raise the limit with --max-memory SIZE"}},
+      {"tune refuses the same step (folded: one rank per replica)",
+       args_with({"tune", "--gbs", "1024", "--max-memory", "20M"}, llama),
+       1,
+       {"(1.03e+05 ops on 1 rank) would need about 15.8 MiB"}},
+      {"a per-op JSON report over the limit",
+       args_with({"simulate", "--json", "--gbs", "1024", "--max-memory", "600M"}, llama),
+       1,
+       {"a JSON report of 826384 ops would need about 1.23 GiB", "--no-op-times"}},
+      {"a workload file over the limit",
+       {"simulate", "--workload", "{dir}/two-rank.json", "--max-memory=1M"},
+       1,
+       {"reading workload file '{dir}/two-rank.json'", "that --max-memory allows"}},
+      {"--max-memory 0", {"simulate", "--max-memory", "0"}, 2, {"--max-memory: must be at least"}},
+      {"--max-memory lots",
+       {"simulate", "--max-memory", "lots"},
+       2,
+       {"--max-memory: cannot read 'lots' as a byte count"}},
+      {"--max-memory without a size", {"simulate", "--max-memory"}, 2, {"--max-memory"}},
+  });
+}
+
+TEST(BadInputCatalogue, AChakraSetOverTheLimit) {
+  TempDir tmp;
+  const std::string prefix = (tmp.path() / "set").string();
+  ASSERT_EQ(run_lagom({"export", "--format", "chakra", "--out", prefix}).exit_code, 0);
+  const CliRun r = run_lagom({"simulate", "--chakra", prefix, "--max-memory", "1M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "reading 4 Chakra ET files")) << r.err;
+  EXPECT_TRUE(contains(r.err, "that --max-memory allows")) << r.err;
 }
 
 // A plan made for one workload and cluster, applied to another.

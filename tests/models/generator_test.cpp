@@ -935,6 +935,59 @@ TEST(GeneratorPipeline, SchedulesAreDeadlockFreeAcrossLayouts) {
   EXPECT_NO_THROW(traces::analyze(generate(moe, "ep=2,pp=2,dp=2", two).workload, "generated"));
 }
 
+// --- Counting a step before generating it -------------------------------------------------------
+
+TEST(GeneratorCount, CountStepOpsIsExactAcrossLayouts) {
+  // count_step_ops emits one rank per stage at one and two micro-batches and extrapolates; the
+  // count must equal the generated workload's exactly (the CLI refuses absurd steps with it).
+  ModelSpec m = tiny();
+  struct Case {
+    int layers;
+    const char* par;
+    int mbs, gbs;
+    Overlap overlap;
+    bool recompute, fold;
+  };
+  for (const Case& c :
+       {Case{8, "dp=2", 1, 2, Overlap::kNone, false, false},
+        Case{8, "dp=2", 1, 14, Overlap::kNone, false, false},
+        Case{8, "fsdp=4", 2, 24, Overlap::kNone, true, false},
+        Case{8, "tp=2,dp=2,zero=2", 1, 10, Overlap::kNone, false, false},
+        Case{8, "pp=4", 1, 2, Overlap::kNone, false, false},
+        Case{8, "pp=4", 1, 9, Overlap::kNone, false, false},
+        Case{8, "pp=2,vpp=2", 1, 6, Overlap::kNone, false, false},
+        Case{8, "pp=4,vpp=2", 1, 12, Overlap::kNone, true, false},
+        Case{10, "pp=4,dp=2", 1, 14, Overlap::kNone, false, true},
+        Case{8, "tp=2,sp,pp=2,vpp=2,dp=2,zero=1", 2, 16, Overlap::kDomino, false, false},
+        Case{8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino, false, true}}) {
+    SCOPED_TRACE(fmt::format("{} gbs {}", c.par, c.gbs));
+    m.layers = c.layers;
+    TrainingConfig cfg = config(c.mbs, c.gbs, 0, c.recompute);
+    cfg.overlap = c.overlap;
+    cfg.fold_dp = c.fold;
+    const Parallelism par = parse_parallelism(c.par);
+    const StepSize size = count_step_ops(m, par, cfg);
+    const GeneratedStep s = generate_step(m, par, cfg);
+    EXPECT_EQ(size.ranks, s.workload.rank_count());
+    EXPECT_EQ(size.ops, static_cast<double>(s.workload.op_count()));
+  }
+  ModelSpec moe = tiny_moe();
+  TrainingConfig two = config(2, 24);
+  two.overlap = Overlap::kTwoBatch;
+  const Parallelism par = parse_parallelism("ep=2,pp=2,dp=2");
+  EXPECT_EQ(count_step_ops(moe, par, two).ops,
+            static_cast<double>(generate_step(moe, par, two).workload.op_count()));
+}
+
+TEST(GeneratorCount, AnAbsurdStepIsCountedWithoutBeingGenerated) {
+  // 10^9 sequences: counted from a few ranks' ops, with the generator's own checks first.
+  const ModelSpec m = tiny();
+  const StepSize size = count_step_ops(m, parse_parallelism("pp=4,dp=2"), config(1, 1000000000));
+  EXPECT_EQ(size.ranks, 8u);
+  EXPECT_GT(size.ops, 1e11);
+  EXPECT_THROW(count_step_ops(m, parse_parallelism("dp=2"), config(1, 3)), Error);
+}
+
 // --- Folding ------------------------------------------------------------------------------------
 
 TEST(GeneratorFold, FoldedStepHasWorldOverDpRanksAndTheSameStepTime) {

@@ -97,6 +97,20 @@ struct GeneratedStep {
 GeneratedStep generate_step(const ModelSpec& model, const Parallelism& par,
                             const TrainingConfig& cfg, double gpu_memory_bytes = 0);
 
+// How big the generated step would be, before generating it: its ranks and its ops, counted
+// exactly (one rank per pipeline stage is emitted at one and two micro-batches and the count
+// extrapolated: ops are affine in micro-batches). Checks what generate_step checks, except GPU
+// memory. Cheap: a few ranks' ops, however large the step.
+struct StepSize {
+  std::uint64_t ranks = 0;
+  double ops = 0;  // a double: an absurd request may exceed any integer type
+};
+StepSize count_step_ops(const ModelSpec& m, const Parallelism& par, const TrainingConfig& cfg);
+
+// The GPU-memory check generate_step makes (nothing when gpu_memory_bytes <= 0).
+void check_gpu_memory(const ModelSpec& m, const Parallelism& par, const TrainingConfig& cfg,
+                      double gpu_memory_bytes);
+
 // The memory estimate alone (cheap; used by generate_step).
 MemoryEstimate estimate_memory(const ModelSpec& model, const Parallelism& par,
                                const TrainingConfig& cfg);

@@ -1,0 +1,70 @@
+// Memory estimates of what commands build, checked before building it.
+#include "memory_budget.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "lagom/common/error.hpp"
+#include "lagom/common/memory.hpp"
+
+namespace lagom::cli {
+
+namespace {
+
+// The largest op count a Workload holds (traces/workload.cpp: 32-bit op ids, two reserved).
+constexpr double kMaxWorkloadOps = 4294967293.0;
+
+double file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0.0 : static_cast<double>(n);
+}
+
+}  // namespace
+
+void check_generated_step(const models::StepSize& size, std::string_view what) {
+  const std::string remedy =
+      "use fewer micro-batches (--gbs), --fold to simulate one data-parallel replica for all, "
+      "or fewer GPUs";
+  if (size.ops > kMaxWorkloadOps) {
+    throw Error(fmt::format("{}: the step would hold {:.3g} ops, more than a workload can "
+                            "(4,294,967,293); {}",
+                            what, size.ops, remedy));
+  }
+  const double ranks = static_cast<double>(size.ranks);
+  check_memory(size.ops * kSimulationBytesPerOp + ranks * kSimulationBytesPerRank,
+               fmt::format("{} ({:.3g} ops on {} rank{})", what, size.ops, size.ranks,
+                           size.ranks == 1 ? "" : "s"),
+               fmt::format("{:.0f} B per op and {:.0f} B per rank to generate and simulate",
+                           kSimulationBytesPerOp, kSimulationBytesPerRank),
+               remedy);
+}
+
+void check_workload_file(const std::string& path) {
+  const double bytes = file_bytes(path);
+  check_memory(bytes * kWorkloadJsonBytesPerByte,
+               fmt::format("reading workload file '{}' ({:.3g} bytes)", path, bytes),
+               fmt::format("{:.0f} bytes of memory per byte of JSON", kWorkloadJsonBytesPerByte),
+               "export it as Chakra ET (lagom export --format chakra), which reads in less");
+}
+
+void check_chakra_files(const std::vector<std::string>& paths) {
+  double bytes = 0;
+  for (const std::string& p : paths) {
+    bytes += file_bytes(p);
+  }
+  check_memory(bytes * kChakraBytesPerByte,
+               fmt::format("reading {} Chakra ET files ({:.3g} bytes)", paths.size(), bytes),
+               fmt::format("{:.0f} bytes of memory per byte of trace", kChakraBytesPerByte),
+               "simulate fewer ranks");
+}
+
+void check_json_report(std::uint64_t ops) {
+  const auto n = static_cast<double>(ops);
+  check_memory(n * kJsonReportBytesPerOp, fmt::format("a JSON report of {} ops", ops),
+               fmt::format("{:.0f} B per op", kJsonReportBytesPerOp),
+               "leave the per-op times out (--no-op-times) or write them with --csv");
+}
+
+}  // namespace lagom::cli

@@ -1,0 +1,41 @@
+// What the big things a command builds cost in host memory, so that an absurd request is refused
+// before the allocation (lagom::check_memory, common/memory.hpp) instead of exhausting the
+// machine. The figures are peaks measured on the build machine with /usr/bin/time (RSS over ops
+// or over input bytes; docs/RELIABILITY.md, "Absurd sizes"), rounded up: an estimate errs on the
+// side of refusing a little early, and --max-memory moves the limit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lagom/models/generator.hpp"
+
+namespace lagom::cli {
+
+// A simulation: the workload, its analysis and the engine's state, per op (measured 118-140 B).
+inline constexpr double kSimulationBytesPerOp = 160;
+// Per rank: streams, communicators, the cluster's view of its GPU (measured about 1 KiB).
+inline constexpr double kSimulationBytesPerRank = 2048;
+// `simulate --json` with per-op times: the report's document, per op (measured 1,470 B).
+inline constexpr double kJsonReportBytesPerOp = 1600;
+// Reading a workload JSON file: its text and its parsed document, per byte of file (measured 9.6).
+inline constexpr double kWorkloadJsonBytesPerByte = 11;
+// Reading a Chakra ET set: the decoded nodes and the workload, per byte of the files (measured
+// 1.2; one file is decoded at a time).
+inline constexpr double kChakraBytesPerByte = 2;
+
+// A generated step of `size` (models::count_step_ops): refused when it holds more ops than a
+// workload can (2^32 - 3) or would not fit in memory.
+void check_generated_step(const models::StepSize& size, std::string_view what);
+
+// Reading these files, before reading them (sizes from the file system; missing files are left
+// to the reader's own error).
+void check_workload_file(const std::string& path);
+void check_chakra_files(const std::vector<std::string>& paths);
+
+// A JSON report with `ops` per-op rows.
+void check_json_report(std::uint64_t ops);
+
+}  // namespace lagom::cli
