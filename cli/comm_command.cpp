@@ -66,16 +66,20 @@ int comm_command(const std::vector<std::string>& args) {
   desc.add_options()("help,h", "show this help")(
       "coll", po::value(&coll_name),
       "allreduce | allgather | reducescatter | broadcast | reduce | alltoall | sendrecv")(
-      "ranks", po::value(&ranks), "ranks 0..R-1 of the cluster (default: all its GPUs)")(
+      "ranks", integer_option(&ranks, "--ranks", 1, kMaxCommandRanks, "ranks"),
+      "ranks 0..R-1 of the cluster (default: all its GPUs)")(
       ",b", po::value(&min_text), "smallest size (8, 32K, 1M, 16G; default 8)")(
       ",e", po::value(&max_text), "largest size (default 1G)")(
-      ",f", po::value(&factor), "size multiplication factor (default 2)")(
+      ",f", integer_option(&factor, "-f", 1, 1024, "times"),
+      "size multiplication factor (default 2)")(
       "algo", po::value(&algo_text),
       "Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT")(
-      "proto", po::value(&proto_text), "LL, LL128, Simple")("nchannels", po::value(&nchannels),
-                                                            "channels (CTAs), 1..64")(
-      "nthreads", po::value(&nthreads), "threads per channel, a multiple of 32")(
-      "chunk", po::value(&chunk_text), "chunk size in bytes (e.g. 512K)")(
+      "proto", po::value(&proto_text), "LL, LL128, Simple")(
+      "nchannels", integer_option(&nchannels, "--nchannels", 1, kMaxCommandChannels, "channels"),
+      "channels (CTAs), 1..64")(
+      "nthreads", integer_option(&nthreads, "--nthreads", 1, kMaxCommandThreads, "threads"),
+      "threads per channel, a multiple of 32")("chunk", po::value(&chunk_text),
+                                               "chunk size in bytes (e.g. 512K)")(
       "json", "print {\"context\", \"rows\"} as JSON")(
       "csv", po::value(&rows_csv),
       "also write the rows as CSV to FILE (units in the column names)");
@@ -109,12 +113,6 @@ int comm_command(const std::vector<std::string>& args) {
   if (!proto_text.empty()) {
     pin.proto = nccl::protocol_named(proto_text);
   }
-  if (vm.count("nchannels") && nchannels < 1) {
-    throw Error(fmt::format("--nchannels must be at least 1, got {}", nchannels));
-  }
-  if (vm.count("nthreads") && nthreads < 1) {
-    throw Error(fmt::format("--nthreads must be positive, got {}", nthreads));
-  }
   pin.nchannels = nchannels;
   pin.nthreads = nthreads;
   pin.chunk_bytes = chunk_text.empty() ? 0 : parse_bytes(chunk_text, "--chunk");
@@ -123,10 +121,6 @@ int comm_command(const std::vector<std::string>& args) {
   }
 
   const Hardware h = load_hardware(hw);
-  if (vm.count("ranks") && ranks < 1) {
-    throw Error(fmt::format("--ranks must be at least 1, got {} (leave it out for all {} GPUs)",
-                            ranks, h.cluster.gpu_count()));
-  }
   const int nranks = vm.count("ranks") ? ranks : h.cluster.gpu_count();
   if (nranks < 1 || nranks > h.cluster.gpu_count()) {
     throw Error(

@@ -21,15 +21,12 @@ namespace po = boost::program_options;
 void validate(boost::any& out, const std::vector<std::string>& values, NodeCount*, int) {
   po::validators::check_first_occurrence(out);
   const std::string& text = po::validators::get_single_string(values);
-  try {  // not a whole number at all: a bad command line (exit 2); out of range: exit 1
-    (void)parse_integer(text, "--nodes", std::numeric_limits<std::int64_t>::min(),
-                        std::numeric_limits<std::int64_t>::max());
-  } catch (const Error&) {
-    throw po::error(fmt::format("--nodes: expected an integer from 1 to {} (nodes), got '{}'",
-                                topologies::kMaxNodes, text));
+  try {
+    out = NodeCount{
+        static_cast<int>(parse_integer(text, "--nodes", 1, topologies::kMaxNodes, "nodes"))};
+  } catch (const Error& e) {
+    throw po::error(e.what());
   }
-  out = NodeCount{
-      static_cast<int>(parse_integer(text, "--nodes", 1, topologies::kMaxNodes, "nodes"))};
 }
 
 void add_hardware_options(po::options_description& desc, HardwareOptions& opts) {

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
+#include "command_line.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/models/model_spec.hpp"
 #include "memory_budget.hpp"
@@ -13,18 +16,9 @@ namespace po = boost::program_options;
 
 namespace {
 
-// --gbs and --seq given must be positive (left out, the defaults apply).
-void check_gbs(const int& v) {
-  if (v < 1) {
-    throw po::error(fmt::format("--gbs must be at least 1, got {}", v));
-  }
-}
-
-void check_seq(const int& v) {
-  if (v < 1) {
-    throw po::error(fmt::format("--seq must be at least 1, got {}", v));
-  }
-}
+// Batch sizes in sequences and lengths in tokens: what an int holds and the model format allows.
+constexpr std::int64_t kMaxSequences = std::numeric_limits<int>::max();
+constexpr std::int64_t kMaxTokens = 1 << 24;
 
 }  // namespace
 
@@ -33,12 +27,13 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
                      "generate the step from a model: zoo name (--list-models) or model JSON file")(
       "parallel", po::value(&opts.parallel),
       "parallelism, e.g. \"fsdp=16\", \"tp=8,dp=2\", \"ep=8\", \"tp=8,pp=4,dp=4\", with "
-      "optional sp, vpp=V, zero=Z")("mbs", po::value(&opts.mbs)->default_value(1),
-                                    "micro-batch size (sequences)")(
-      "gbs", po::value(&opts.gbs)->notifier(&check_gbs),
+      "optional sp, vpp=V, zero=Z")(
+      "mbs", integer_option(&opts.mbs, "--mbs", 1, kMaxSequences, "sequences")->default_value("1"),
+      "micro-batch size (sequences)")(
+      "gbs", integer_option(&opts.gbs, "--gbs", 1, kMaxSequences, "sequences"),
       "global batch size (sequences; default: mbs x data-parallel "
       "degree x pipeline stages, or mbs x data-parallel degree "
-      "without pipelining)")("seq", po::value(&opts.seq)->notifier(&check_seq),
+      "without pipelining)")("seq", integer_option(&opts.seq, "--seq", 1, kMaxTokens, "tokens"),
                              "sequence length (default: the model's)")(
       "precision", po::value(&opts.precision)->default_value("bf16"), "bf16, fp16 or fp32")(
       "overlap", po::value(&opts.overlap)->default_value("none"),
@@ -125,8 +120,8 @@ models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, 
   // this machine can hold the step.
   const models::StepSize size = models::count_step_ops(p.model, p.par, p.cfg);
   models::check_gpu_memory(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
-  check_generated_step(size, fmt::format("{} with {}, gbs {}", p.model.name,
-                                         models::to_string(p.par), p.cfg.gbs));
+  check_generated_step(
+      size, fmt::format("{} with {}, gbs {}", p.model.name, models::to_string(p.par), p.cfg.gbs));
   return models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
 }
 

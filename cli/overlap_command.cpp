@@ -96,11 +96,13 @@ int overlap_command(const std::vector<std::string>& args) {
       "compute", po::value(&compute_specs), "compute kernels (see above)")(
       "nchannels", po::value(&nchannels_text), "channel counts to sweep")(
       "chunk", po::value(&chunk_text), "chunk sizes to sweep")(
-      "nthreads", po::value(&nthreads), "threads per channel (default: NCCL's)")(
+      "nthreads", integer_option(&nthreads, "--nthreads", 1, kMaxCommandThreads, "threads"),
+      "threads per channel (default: NCCL's)")(
       "algo", po::value(&algo), "algorithm (default: NCCL's)")("proto", po::value(&proto),
                                                                "protocol (default: NCCL's)")(
-      "ranks", po::value(&ranks), "ranks 0..R-1 (default: every GPU of the cluster)")(
-      "json", "print {\"context\", \"rows\"} as JSON")(
+      "ranks", integer_option(&ranks, "--ranks", 1, kMaxCommandRanks, "ranks"),
+      "ranks 0..R-1 (default: every GPU of the cluster)")("json",
+                                                          "print {\"context\", \"rows\"} as JSON")(
       "csv", po::value(&rows_csv),
       "also write the rows as CSV to FILE (units in the column names)");
   add_hardware_options(desc, hw);
@@ -135,9 +137,6 @@ int overlap_command(const std::vector<std::string>& args) {
   }
   const auto channel_list = parse_list(nchannels_text, "--nchannels", false);
   const auto chunk_list = parse_list(chunk_text, "--chunk", true);
-  if (vm.count("nthreads") && nthreads < 1) {
-    throw Error(fmt::format("--nthreads must be positive, got {}", nthreads));
-  }
   const Hardware h = load_hardware(hw);
   const int nranks = ranks == 0 ? h.cluster.gpu_count() : ranks;
   if (nranks < 1 || nranks > h.cluster.gpu_count()) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
@@ -103,7 +104,8 @@ int sensitivity_command(const std::vector<std::string>& args) {
       "factors", po::value(&factors)->default_value("0.5,1.5"),
       "comma-separated scale factors for each prior")(
       "only", po::value(&only), "only priors whose path contains TEXT (e.g. contention.)")(
-      "threshold", po::value(&threshold)->default_value(0.001),
+      "threshold",
+      real_option(&threshold, "--threshold", 0, 1000, "fraction")->default_value("0.001"),
       "a prior whose swings in speedup and step stay below this is summarised, not listed")(
       "json", "print a JSON report on stdout");
   po::variables_map vm;
@@ -116,9 +118,6 @@ int sensitivity_command(const std::vector<std::string>& args) {
     throw po::error("--methods must name a method other than nccl");
   }
   const std::vector<double> fs = parse_factors(factors);
-  if (!(threshold >= 0) || !std::isfinite(threshold)) {
-    throw po::error(fmt::format("--threshold must be >= 0, got {}", threshold));
-  }
   const bool contention = !vm.count("no-contention");
   SearchSetup s = setup_search(input, hw, mo, t, vm);
   const hardware::HardwareProfile base = s.step->hardware->profile;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -23,10 +24,15 @@ namespace po = boost::program_options;
 namespace {
 
 void add_tune_options(po::options_description& desc, TuneOptions& t) {
-  desc.add_options()("budget", po::value(&t.budget),
-                     "evaluations (simulations) at most; default per method: autoccl 2000, "
-                     "lagom 1000, random 200, exhaustive 100000")(
-      "seed", po::value(&t.seed)->default_value(1), "random: the seed")(
+  desc.add_options()(
+      "budget",
+      integer_option(&t.budget, "--budget", 0, 1000000000, "evaluations; 0: the method's default"),
+      "evaluations (simulations) at most; default per method: autoccl 2000, "
+      "lagom 1000, random 200, exhaustive 100000")(
+      "seed",
+      integer_option(&t.seed, "--seed", 0, std::numeric_limits<std::int64_t>::max(), {})
+          ->default_value("1"),
+      "random: the seed")(
       "grid", po::value(&t.grid)->default_value("fine"),
       "fine (channels 1..64, every thread count, 32 chunk sizes) or coarse (channels powers of "
       "2, NCCL's threads, 4 chunk sizes)")(
@@ -46,22 +52,30 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "lagom-walk", po::value(&t.lagom_walk)->default_value("axis"),
       "lagom: grow every resource at once (lockstep, the paper's pseudocode) or try each "
       "resource's step alone and keep the best (axis)")(
-      "lagom-lr-scale", po::value(&t.lagom_lr_scale)->default_value(1.0),
+      "lagom-lr-scale",
+      real_option(&t.lagom_lr_scale, "--lagom-lr-scale", 1e-9, 1000, {})->default_value("1"),
       "lagom: multiplies the growth step")(
-      "lagom-min-gain", po::value(&t.lagom_min_gain)->default_value(0.002),
+      "lagom-min-gain",
+      real_option(&t.lagom_min_gain, "--lagom-min-gain", 0, 0.999999, "fraction")
+          ->default_value("0.002"),
       "lagom: a step must shorten the collective by more than this fraction to continue")(
       "lagom-no-step-guard", po::bool_switch(&t.lagom_no_step_guard),
       "lagom: keep growing a collective while it gets faster even when the step gets longer")(
       "lagom-no-hidden-stop", po::bool_switch(&t.lagom_no_hidden_stop),
       "lagom: keep growing a collective whose overlap groups' communication is already hidden "
       "(the paper's condition 1 ends it there)")(
-      "autoccl-pretrain", po::value(&t.autoccl_pretrain)->default_value(20),
+      "autoccl-pretrain",
+      integer_option(&t.autoccl_pretrain, "--autoccl-pretrain", 0, 100000, "samples")
+          ->default_value("20"),
       "autoccl: pretrain samples per collective, shared by its subspaces (AutoCCL's "
       "TUNER_PRETRAIN_STEPS)")(
-      "autoccl-min-gain", po::value(&t.autoccl_min_gain)->default_value(0.0),
+      "autoccl-min-gain",
+      real_option(&t.autoccl_min_gain, "--autoccl-min-gain", 0, 0.999999, "fraction")
+          ->default_value("0"),
       "autoccl: a candidate must be faster than the best so far by more than this fraction "
       "(measurement noise on GPUs)")(
-      "autoccl-train", po::value(&t.autoccl_train)->default_value(50),
+      "autoccl-train",
+      integer_option(&t.autoccl_train, "--autoccl-train", 1, 100000, "steps")->default_value("50"),
       "autoccl: coordinate-descent steps per collective, shared by its subspaces "
       "(TUNER_TRAIN_STEPS)")(
       "lagom-no-park", po::bool_switch(&t.lagom_no_park),
@@ -98,10 +112,6 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.method = m;
   o.budget = t.budget;
   o.seed = t.seed;
-  if (t.budget < 0) {
-    throw po::error(
-        fmt::format("--budget must be at least 1 (0: the method's default), got {}", t.budget));
-  }
   if (t.lagom_subspace == "nccl") {
     o.lagom_subspace = search::LagomSubspace::kNccl;
   } else if (t.lagom_subspace == "best") {
@@ -126,28 +136,11 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   } else {
     throw po::error(fmt::format("--lagom-step must be points or axis, got '{}'", t.lagom_step));
   }
-  if (!(t.lagom_lr_scale > 0) || t.lagom_lr_scale > 1000) {
-    throw po::error(fmt::format("--lagom-lr-scale must be in (0, 1000], got {}", t.lagom_lr_scale));
-  }
-  if (!(t.lagom_min_gain >= 0) || t.lagom_min_gain >= 1) {
-    throw po::error(fmt::format("--lagom-min-gain must be in [0, 1), got {}", t.lagom_min_gain));
-  }
   o.lagom_lr_scale = t.lagom_lr_scale;
   o.lagom_min_gain = t.lagom_min_gain;
   o.lagom_step_guard = !t.lagom_no_step_guard;
   o.lagom_park = !t.lagom_no_park;
   o.lagom_hidden_stop = !t.lagom_no_hidden_stop;
-  if (t.autoccl_pretrain < 0 || t.autoccl_pretrain > 100000 || t.autoccl_train < 1 ||
-      t.autoccl_train > 100000) {
-    throw po::error(fmt::format(
-        "--autoccl-pretrain must be in [0, 100000] and --autoccl-train in [1, 100000], got {} "
-        "and {}",
-        t.autoccl_pretrain, t.autoccl_train));
-  }
-  if (!(t.autoccl_min_gain >= 0) || t.autoccl_min_gain >= 1) {
-    throw po::error(
-        fmt::format("--autoccl-min-gain must be in [0, 1), got {}", t.autoccl_min_gain));
-  }
   o.autoccl_min_gain = t.autoccl_min_gain;
   // Long searches (random and exhaustive on TP steps take minutes) say how far they are.
   o.progress = [m, budget = t.budget](std::int64_t done, double seconds) {

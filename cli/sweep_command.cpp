@@ -732,8 +732,9 @@ int sweep_command(const std::vector<std::string>& args) {
       "a row with its error. Under a Slurm array, SLURM_ARRAY_TASK_ID/COUNT choose the shard.\n\n"
       "Options");
   desc.add_options()("help,h", "show this help")("sweep", po::value(&file), "the sweep file")(
-      "jobs,j", po::value(&jobs)->default_value(1), "points run at once (threads)")(
-      "out", po::value(&out_path), "write the CSV to FILE (default: stdout)")(
+      "jobs,j", integer_option(&jobs, "-j", 1, 1024, "threads")->default_value("1"),
+      "points run at once (threads)")("out", po::value(&out_path),
+                                      "write the CSV to FILE (default: stdout)")(
       "jsonl", po::value(&jsonl_path), "also write each row as a JSON line to FILE")(
       "resume", "with --out: keep the rows FILE already has, run the other points")(
       "shard", po::value(&shard_text), "run points I, I+N, I+2N, ... (0 <= I < N)")(
@@ -747,9 +748,6 @@ int sweep_command(const std::vector<std::string>& args) {
   }
   if (file.empty()) {
     throw po::error("a sweep file is needed: lagom sweep SWEEP.json (docs/sweep.md)");
-  }
-  if (jobs < 1 || jobs > 1024) {
-    throw po::error(fmt::format("-j must be between 1 and 1024, got {}", jobs));
   }
   if (!jsonl_path.empty() && vm.count("resume")) {
     throw po::error(

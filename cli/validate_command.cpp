@@ -62,9 +62,10 @@ int validate_command(const std::vector<std::string>& args) {
   desc.add_options()("help,h", "show this help")(
       "measured", po::value(&measured_paths)->multitoken(), "lagom-validate's output (repeatable)")(
       "trace", po::value(&trace_path), "write measured and simulated timelines to this file")(
-      "min-us", po::value(&min_us), "ops measured shorter than this are not compared")(
-      "worst", po::value(&worst), "how many of the worst ops to list")("json",
-                                                                       "print a JSON report");
+      "min-us", real_option(&min_us, "--min-us", 1e-6, 1e12, "us")->default_value("1"),
+      "ops measured shorter than this are not compared")(
+      "worst", integer_option(&worst, "--worst", 0, 1000000, "ops")->default_value("10"),
+      "how many of the worst ops to list")("json", "print a JSON report");
   add_workload_input_options(desc, input);
   add_hardware_options(desc, hw);
   po::variables_map vm;
@@ -76,9 +77,6 @@ int validate_command(const std::vector<std::string>& args) {
   }
   if (hw.cluster.empty()) {
     throw po::error("--cluster is required: the simulation runs on the cluster the step ran on");
-  }
-  if (!(min_us > 0)) {
-    throw po::error("--min-us must be > 0 (a relative error needs a measured duration)");
   }
   std::vector<calibrate::MeasuredStep> measured;
   for (const std::string& p : measured_paths) {

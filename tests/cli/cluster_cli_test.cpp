@@ -225,8 +225,8 @@ TEST(ClusterCli, UnknownPresetListsTheKnownOnes) {
 TEST(ClusterCli, BadNodeCountsAreErrors) {
   for (const char* n : {"0", "-3", "65537"}) {
     CliRun r = run_lagom({"cluster", "dgx-h100", "--nodes", n});
-    EXPECT_EQ(r.exit_code, 1) << n << r.err;
-    EXPECT_TRUE(contains(r.err, std::string("lagom cluster: error: --nodes: expected an integer "
+    EXPECT_EQ(r.exit_code, 2) << n << r.err;
+    EXPECT_TRUE(contains(r.err, std::string("lagom cluster: --nodes: expected an integer "
                                             "from 1 to 65536 (nodes), got '") +
                                     n + "'"))
         << r.err;

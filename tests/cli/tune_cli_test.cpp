@@ -350,11 +350,11 @@ const TuneBadCase kTuneBadCases[] = {
     {"autoccl noise floor out of range",
      cmd("compare", {"--autoccl-min-gain", "1.5"}),
      2,
-     {"--autoccl-min-gain must be in [0, 1), got 1.5"}},
+     {"--autoccl-min-gain: expected a number from 0 to 0.999999 (fraction), got '1.5'"}},
     {"autoccl without train steps",
      cmd("tune", {"--method", "autoccl", "--autoccl-train", "0"}),
      2,
-     {"--autoccl-pretrain must be in [0, 100000] and --autoccl-train in [1, 100000]"}},
+     {"--autoccl-train: expected an integer from 1 to 100000 (steps), got '0'"}},
     {"bad lagom walk",
      cmd("compare", {"--lagom-walk", "diagonal"}),
      2,
@@ -375,7 +375,11 @@ const TuneBadCase kTuneBadCases[] = {
      cmd("compare", {"--lagom-subspace", "fastest"}),
      2,
      {"--lagom-subspace must be nccl, best or all, got 'fastest'"}},
-    {"negative budget", cmd("tune", {"--budget", "-3"}), 2, {"--budget must be at least 1"}},
+    {"negative budget",
+     cmd("tune", {"--budget", "-3"}),
+     2,
+     {"--budget: expected an integer from 0 to 1000000000 (evaluations; 0: the method's default), "
+      "got '-3'"}},
     {"lr scale out of range", cmd("tune", {"--lagom-lr-scale", "0"}), 2, {"--lagom-lr-scale"}},
     {"exhaustive over budget",
      cmd("tune", {"--method", "exhaustive"}),
@@ -507,7 +511,8 @@ TEST(SensitivityCli, RefusesBadFactorsAndMethods) {
            {{"--factors", "0.5,x"}, "got 'x'"},
            {{"--methods", "nccl"}, "--methods must name a method other than nccl"},
            {{"--methods", "magic"}, "unknown method 'magic'"},
-           {{"--threshold", "-1"}, "--threshold must be >= 0"}}) {
+           {{"--threshold", "-1"},
+            "--threshold: expected a number from 0 to 1000 (fraction), got '-1'"}}) {
     const CliRun r = run_lagom(cmd("sensitivity", args));
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
