@@ -29,6 +29,7 @@
 #include "commands.hpp"
 #include "hardware_options.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
 #include "lagom/common/interrupt.hpp"
 #include "lagom/common/json_reader.hpp"
@@ -296,17 +297,32 @@ Sweep parse_sweep(std::string_view text, const std::string& path) {
   return s;
 }
 
-std::vector<Point> points_of(const Sweep& s) {
+constexpr std::size_t kMaxSweepPoints = 1000000;
+
+// The sweep's points: the product of the axes' lengths (zipped: their common length). Counted
+// before anything is expanded; lagom::Error above `max_points`.
+std::size_t point_count(const Sweep& s, std::size_t max_points) {
   std::size_t n = s.zip ? s.axes.front().values.size() : 1;
-  if (!s.zip) {
-    for (const Axis& a : s.axes) {
-      if (n > 1000000 / a.values.size()) {
-        throw Error(
-            fmt::format("{}: the product of the axes has more than 1,000,000 points", s.origin));
-      }
-      n *= a.values.size();
+  for (const Axis& a : s.axes) {
+    if (s.zip || n == 0) {
+      break;
     }
+    if (a.values.size() > 0 && n > max_points / a.values.size()) {
+      n = max_points + 1;
+      break;
+    }
+    n *= a.values.size();
   }
+  if (n > max_points) {
+    throw Error(fmt::format(
+        "{}: the {} of the axes has more than {} points", s.origin, s.zip ? "zip" : "product",
+        max_points == kMaxSweepPoints ? "1,000,000" : std::to_string(max_points)));
+  }
+  return n;
+}
+
+std::vector<Point> points_of(const Sweep& s, std::size_t max_points = kMaxSweepPoints) {
+  const std::size_t n = point_count(s, max_points);
   std::vector<Point> points(n);
   for (std::size_t i = 0; i < n; ++i) {
     Point& p = points[i];
@@ -593,25 +609,6 @@ Comment parse_comment(const std::string& path, const std::string& line) {
   return c;
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw Error(fmt::format("cannot write '{}'", tmp));
-    }
-    out << text;
-    if (!out.flush()) {
-      throw Error(fmt::format("cannot write '{}'", tmp));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    throw Error(fmt::format("cannot move '{}' to '{}': {}", tmp, path, ec.message()));
-  }
-}
-
 // "I/N" -> {I, N}; po::error unless 0 <= I < N.
 std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
@@ -684,7 +681,7 @@ int merge(const std::vector<std::string>& files) {
   for (const auto& [point, line] : rows) {
     text += line.first;
   }
-  write_atomically(out, text);
+  write_file(out, text, "sweep results");
   fmt::print(stderr, "lagom sweep merge: {} points from {} files -> {}\n", rows.size(),
              files.size() - 1, out);
   return kExitOk;
@@ -693,17 +690,7 @@ int merge(const std::vector<std::string>& files) {
 }  // namespace
 
 std::size_t check_sweep(std::string_view text, const std::string& origin, std::size_t max_points) {
-  const Sweep s = parse_sweep(text, origin);
-  std::size_t n = s.zip ? s.axes.front().values.size() : 1;
-  for (const Axis& a : s.axes) {
-    n = s.zip ? n
-              : (a.values.empty() || n > max_points / a.values.size() ? max_points + 1
-                                                                      : n * a.values.size());
-  }
-  if (n > max_points) {
-    throw Error(fmt::format("{}: more than {} points", origin, max_points));
-  }
-  return points_of(s).size();
+  return points_of(parse_sweep(text, origin), max_points).size();
 }
 
 int sweep_command(const std::vector<std::string>& args) {
@@ -851,7 +838,7 @@ int sweep_command(const std::vector<std::string>& args) {
     for (const auto& [point, line] : done) {
       text += line;
     }
-    write_atomically(out_path, text);
+    write_file(out_path, text, "sweep results");
   }
   std::vector<const Point*> todo;
   for (const Point* p : mine) {
@@ -979,7 +966,7 @@ int sweep_command(const std::vector<std::string>& args) {
     for (const auto& [point, line] : now.rows) {
       text += line;
     }
-    write_atomically(out_path, text);
+    write_file(out_path, text, "sweep results");
   }
   if (failed > 0) {
     fmt::print(stderr, "lagom sweep: {} of {} points failed (status \"error\" rows)\n", failed,
