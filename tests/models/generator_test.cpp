@@ -906,27 +906,42 @@ TEST(GeneratorPipeline, OneFOneBAndInterleavedHaveTheExpectedBubble) {
   }
 }
 
+// A generated step's layout and batch, for tests that walk many of them.
+struct LayoutCase {
+  LayoutCase(int l, const char* p, int m, int g, Overlap o = Overlap::kNone, bool r = false,
+             bool f = false)
+      : layers(l), par(p), mbs(m), gbs(g), overlap(o), recompute(r), fold(f) {}
+  int layers;
+  const char* par;
+  int mbs, gbs;
+  Overlap overlap;
+  bool recompute, fold;
+  TrainingConfig training() const {
+    TrainingConfig cfg = config(mbs, gbs, 0, recompute);
+    cfg.overlap = overlap;
+    cfg.fold_dp = fold;
+    return cfg;
+  }
+};
+
+// 1F1B with fewer micro-batches than stages, interleaving with several rounds, Llama 3's short
+// first and last stages (10 blocks on 4 stages: 2, 3, 3, 2) and everything combined with overlap.
+std::vector<LayoutCase> pipeline_layouts() {
+  return {{8, "pp=4", 1, 2},
+          {8, "pp=2,vpp=2", 1, 6},
+          {8, "pp=4,vpp=2", 1, 8},
+          {10, "pp=4", 1, 5},
+          {8, "tp=2,sp,pp=2,vpp=2,dp=2,zero=1", 2, 16, Overlap::kDomino},
+          {8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino}};
+}
+
 TEST(GeneratorPipeline, SchedulesAreDeadlockFreeAcrossLayouts) {
-  // analyze() proves every send meets its recv and no cycle of waits exists, for 1F1B with fewer
-  // micro-batches than stages, interleaving with several rounds, Llama 3's short first and last
-  // stages (10 blocks on 4 stages: 2, 3, 3, 2) and everything combined with overlap.
+  // analyze() proves every send meets its recv and no cycle of waits exists.
   ModelSpec m = tiny();
-  struct Case {
-    int layers;
-    const char* par;
-    int mbs, gbs;
-    Overlap overlap;
-  };
-  for (const Case& c :
-       {Case{8, "pp=4", 1, 2, Overlap::kNone}, Case{8, "pp=2,vpp=2", 1, 6, Overlap::kNone},
-        Case{8, "pp=4,vpp=2", 1, 8, Overlap::kNone}, Case{10, "pp=4", 1, 5, Overlap::kNone},
-        Case{8, "tp=2,sp,pp=2,vpp=2,dp=2,zero=1", 2, 16, Overlap::kDomino},
-        Case{8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino}}) {
+  for (const LayoutCase& c : pipeline_layouts()) {
     SCOPED_TRACE(c.par);
     m.layers = c.layers;
-    TrainingConfig cfg = config(c.mbs, c.gbs);
-    cfg.overlap = c.overlap;
-    const GeneratedStep s = generate(m, c.par, cfg);
+    const GeneratedStep s = generate(m, c.par, c.training());
     EXPECT_NO_THROW(traces::analyze(s.workload, "generated"));
   }
   ModelSpec moe = tiny_moe();
@@ -941,33 +956,22 @@ TEST(GeneratorCount, CountStepOpsIsExactAcrossLayouts) {
   // count_step_ops emits one rank per stage at one and two micro-batches and extrapolates; the
   // count must equal the generated workload's exactly (the CLI refuses absurd steps with it).
   ModelSpec m = tiny();
-  struct Case {
-    int layers;
-    const char* par;
-    int mbs, gbs;
-    Overlap overlap;
-    bool recompute, fold;
-  };
-  for (const Case& c :
-       {Case{8, "dp=2", 1, 2, Overlap::kNone, false, false},
-        Case{8, "dp=2", 1, 14, Overlap::kNone, false, false},
-        Case{8, "fsdp=4", 2, 24, Overlap::kNone, true, false},
-        Case{8, "tp=2,dp=2,zero=2", 1, 10, Overlap::kNone, false, false},
-        Case{8, "pp=4", 1, 2, Overlap::kNone, false, false},
-        Case{8, "pp=4", 1, 9, Overlap::kNone, false, false},
-        Case{8, "pp=2,vpp=2", 1, 6, Overlap::kNone, false, false},
-        Case{8, "pp=4,vpp=2", 1, 12, Overlap::kNone, true, false},
-        Case{10, "pp=4,dp=2", 1, 14, Overlap::kNone, false, true},
-        Case{8, "tp=2,sp,pp=2,vpp=2,dp=2,zero=1", 2, 16, Overlap::kDomino, false, false},
-        Case{8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino, false, true}}) {
+  std::vector<LayoutCase> cases = pipeline_layouts();
+  for (const LayoutCase& c :
+       {LayoutCase{8, "dp=2", 1, 2}, LayoutCase{8, "dp=2", 1, 14},
+        LayoutCase{8, "fsdp=4", 2, 24, Overlap::kNone, true},
+        LayoutCase{8, "tp=2,dp=2,zero=2", 1, 10}, LayoutCase{8, "pp=4", 1, 9},
+        LayoutCase{8, "pp=4,vpp=2", 1, 12, Overlap::kNone, true},
+        LayoutCase{10, "pp=4,dp=2", 1, 14, Overlap::kNone, false, true},
+        LayoutCase{8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino, false, true}}) {
+    cases.push_back(c);
+  }
+  for (const LayoutCase& c : cases) {
     SCOPED_TRACE(fmt::format("{} gbs {}", c.par, c.gbs));
     m.layers = c.layers;
-    TrainingConfig cfg = config(c.mbs, c.gbs, 0, c.recompute);
-    cfg.overlap = c.overlap;
-    cfg.fold_dp = c.fold;
     const Parallelism par = parse_parallelism(c.par);
-    const StepSize size = count_step_ops(m, par, cfg);
-    const GeneratedStep s = generate_step(m, par, cfg);
+    const StepSize size = count_step_ops(m, par, c.training());
+    const GeneratedStep s = generate_step(m, par, c.training());
     EXPECT_EQ(size.ranks, s.workload.rank_count());
     EXPECT_EQ(size.ops, static_cast<double>(s.workload.op_count()));
   }
