@@ -40,9 +40,10 @@ void print_overlap(std::ostream& out, const sim::OverlapStats& o) {
   fmt::print(out,
              "overlap      {} group{} (compute and communication running together on a rank)\n",
              o.groups.size(), o.groups.size() == 1 ? "" : "s");
-  fmt::print(out, "             X (comm) {} us, Y (compute) {} us, Z (span) {} us\n",
-             format_us(o.comm.count_ns()), format_us(o.compute.count_ns()),
-             format_us(o.makespan.count_ns()));
+  fmt::print(out, "             X (comm) {}, Y (compute) {}, Z (span) {}\n",
+             format_duration(o.comm.count_ns_double()),
+             format_duration(o.compute.count_ns_double()),
+             format_duration(o.makespan.count_ns_double()));
   fmt::print(
       out,
       "             compute slowdown mean {:.3f}x, max {:.3f}x; communication mean {:.3f}x\n\n",
@@ -165,6 +166,67 @@ void write_rows_csv(const std::string& path, const nlohmann::ordered_json& rows)
       "CSV file");
 }
 
+namespace {
+
+// What a step's time buys: tokens/s (generated steps), TFLOP/s per GPU and MFU (with hardware),
+// and with --tokens the training run's time and GPU-hours. Zero where unknown.
+struct Throughput {
+  double gpus = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  double train_seconds = 0;
+  double gpu_hours = 0;
+};
+
+Throughput throughput_of(const traces::Workload& w, const sim::SimResult& r, const RunContext& ctx,
+                         double flops) {
+  Throughput t;
+  const double step_s = r.step_time.count_ns_double() * 1e-9;
+  t.gpus = static_cast<double>(w.rank_count()) * ctx.folded_replicas;
+  if (step_s <= 0) {
+    return t;
+  }
+  if (ctx.tokens_per_step) {
+    t.tokens_per_s = *ctx.tokens_per_step / step_s;
+  }
+  if (flops > 0 && ctx.peak_flops_per_gpu > 0) {
+    t.tflops_per_gpu = flops / (step_s * w.rank_count()) / 1e12;
+    t.mfu = flops / (step_s * w.rank_count() * ctx.peak_flops_per_gpu);
+  }
+  if (ctx.train_tokens && t.tokens_per_s > 0) {
+    t.train_seconds = *ctx.train_tokens / t.tokens_per_s;
+    t.gpu_hours = t.train_seconds / 3600 * t.gpus;
+  }
+  return t;
+}
+
+// The step breakdown (sim::Breakdown), mean per GPU, with shares of the step.
+void print_breakdown(std::ostream& out, const sim::StepStats& s) {
+  const sim::Breakdown& b = s.breakdown;
+  const double step = std::max(1.0, s.step_time.count_ns_double());
+  fmt::print(out, "breakdown    per GPU (mean over ranks; sums to the step time):\n");
+  const std::pair<const char*, Time> rows[] = {{"compute", b.compute},
+                                               {"exposed communication", b.exposed_comm},
+                                               {"pipeline bubble", b.pipeline_bubble},
+                                               {"waiting on peers", b.peer_wait},
+                                               {"idle", b.idle}};
+  for (const auto& [name, t] : rows) {
+    fmt::print(out, "  {:<23}{:>12} {:>6.1f}%\n", name, format_duration(t.count_ns_double()),
+               100.0 * t.count_ns_double() / step);
+  }
+}
+
+nlohmann::ordered_json breakdown_json(const sim::Breakdown& b) {
+  return {{"compute_us", us(b.compute)},
+          {"exposed_comm_us", us(b.exposed_comm)},
+          {"pipeline_bubble_us", us(b.pipeline_bubble)},
+          {"peer_wait_us", us(b.peer_wait)},
+          {"idle_us", us(b.idle)}};
+}
+
+}  // namespace
+
 void print_summary(std::ostream& out, const traces::Workload& w, const traces::ExecutionGraph& g,
                    const sim::SimResult& r, const sim::StepStats& s, const RunContext& ctx) {
   fmt::print(out, "lagom {} ({}) simulate\n", version(), git_sha());
@@ -189,21 +251,28 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
                ctx.folded_replicas,
                static_cast<std::int64_t>(w.rank_count()) * ctx.folded_replicas);
   }
-  fmt::print(out, "step time    {} us\n", format_us(r.step_time.count_ns()));
+  fmt::print(out, "step time    {}\n", format_duration(r.step_time.count_ns_double()));
+  print_breakdown(out, s);
   const sim::WorkFigures& work = s.work;
-  if (work.compute_mean.count_ns() > 0) {
-    fmt::print(out,
-               "compute      {} us per GPU (mean); exposed communication {} us (mean), {} us "
-               "(max)\n",
-               format_us(work.compute_mean.count_ns()),
-               format_us(work.exposed_comm_mean.count_ns()),
-               format_us(work.exposed_comm_max.count_ns()));
-  }
   const double flops = ctx.model_flops.value_or(work.flops);
-  if (ctx.peak_flops_per_gpu > 0 && flops > 0 && r.step_time.count_ns() > 0) {
-    fmt::print(out, "MFU          {:.1f}% ({:.3g} model FLOPs)\n",
-               100.0 * flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu),
+  const Throughput t = throughput_of(w, r, ctx, flops);
+  if (t.tokens_per_s > 0 || t.mfu > 0) {
+    std::vector<std::string> parts;
+    if (t.tokens_per_s > 0) {
+      parts.push_back(fmt::format("{} tokens/s", format_count(t.tokens_per_s)));
+    }
+    if (t.tflops_per_gpu > 0) {
+      parts.push_back(fmt::format("{:.4g} TFLOP/s per GPU", t.tflops_per_gpu));
+    }
+    if (t.mfu > 0) {
+      parts.push_back(fmt::format("MFU {:.1f}%", 100.0 * t.mfu));
+    }
+    fmt::print(out, "throughput   {} ({:.3g} model FLOPs per step)\n", fmt::join(parts, ", "),
                flops * ctx.folded_replicas);
+  }
+  if (t.train_seconds > 0) {
+    fmt::print(out, "training     {:.4g} tokens: {} on {} GPUs, {} GPU-hours\n", *ctx.train_tokens,
+               format_duration(t.train_seconds * 1e9), t.gpus, format_count(t.gpu_hours));
   }
   if (ctx.memory) {
     fmt::print(out,
@@ -239,9 +308,10 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
       busy.push_back(rs.busy);
     }
     std::sort(busy.begin(), busy.end());
-    fmt::print(out, "rank busy time (any stream): min {} us, median {} us, max {} us\n",
-               format_us(busy.front().count_ns()), format_us(busy[busy.size() / 2].count_ns()),
-               format_us(busy.back().count_ns()));
+    fmt::print(out, "rank busy time (any stream): min {}, median {}, max {}\n",
+               format_duration(busy.front().count_ns_double()),
+               format_duration(busy[busy.size() / 2].count_ns_double()),
+               format_duration(busy.back().count_ns_double()));
     fmt::print(out, "(per-rank tables are printed for up to {} ranks; use --json for all)\n",
                kMaxRanksListed);
   }
@@ -284,6 +354,25 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
   if (ctx.peak_flops_per_gpu > 0 && r.step_time.count_ns() > 0) {
     j["mfu"] = flops / (r.step_time.us() * 1e-6 * w.rank_count() * ctx.peak_flops_per_gpu);
   }
+  j["breakdown"] = breakdown_json(s.breakdown);
+  const Throughput t = throughput_of(w, r, ctx, flops);
+  if (t.tokens_per_s > 0 || t.tflops_per_gpu > 0) {
+    nlohmann::ordered_json tj;
+    if (ctx.tokens_per_step) {
+      tj["tokens_per_step"] = *ctx.tokens_per_step;
+      tj["tokens_per_s"] = t.tokens_per_s;
+    }
+    if (t.tflops_per_gpu > 0) {
+      tj["tflops_per_gpu"] = t.tflops_per_gpu;
+    }
+    j["throughput"] = std::move(tj);
+  }
+  if (t.train_seconds > 0) {
+    j["training"] = {{"tokens", *ctx.train_tokens},
+                     {"gpus", t.gpus},
+                     {"time_s", t.train_seconds},
+                     {"gpu_hours", t.gpu_hours}};
+  }
   if (ctx.memory) {
     j["memory_per_gpu_bytes"] = ctx.memory->total();
     j["memory"] = {{"weights_bytes", ctx.memory->weights},
@@ -298,6 +387,7 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
     rj["rank"] = rank;
     rj["busy_us"] = us(s.ranks[rank].busy);
     rj["idle_us"] = us(s.ranks[rank].idle);
+    rj["breakdown"] = breakdown_json(s.ranks[rank].breakdown);
     auto& streams = rj["streams"] = nlohmann::ordered_json::array();
     for (traces::StreamId sid = w.first_stream(rank); sid < w.last_stream(rank); ++sid) {
       const sim::StreamStats& ss = s.streams[sid];

@@ -33,6 +33,9 @@ struct RunContext {
   // Known for a generated step: its model FLOPs over the simulated ranks (recomputation left
   // out, as MFU counts them). Otherwise MFU and "flops" count every compute op's FLOPs.
   std::optional<double> model_flops;
+  // A generated step's tokens (all GPUs), for tokens/s; with --tokens, the training run's tokens.
+  std::optional<double> tokens_per_step;
+  std::optional<double> train_tokens;
 };
 
 // The "context" block every JSON output of lagom starts with: lagom's version and git revision,

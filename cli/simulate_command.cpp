@@ -157,6 +157,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   std::string trace_ranks;
   std::string trace_window;
   std::string csv_path;
+  double train_tokens = 0;
   std::string csv_ranks_path;
   std::string plan_path;
   HardwareOptions hw;
@@ -193,7 +194,10 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
       "csv", po::value(&csv_path),
       "write one CSV row per op to FILE (times in us; docs/formats/workload.md, Reports)")(
       "csv-ranks", po::value(&csv_ranks_path),
-      "write one CSV row per rank and stream to FILE (busy, idle and waiting time in us)");
+      "write one CSV row per rank and stream to FILE (busy, idle and waiting time in us)")(
+      "tokens", real_option(&train_tokens, "--tokens", 1, 1e18, "tokens"),
+      "with --model: the tokens of a training run (e.g. 15e12); reports its time and GPU-hours "
+      "at this step's throughput");
   add_workload_input_options(desc, input);
   add_hardware_options(desc, hw);
   add_model_options(desc, mo);
@@ -265,6 +269,13 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   ctx.generated = step.generated;
   ctx.folded_replicas = step.folded;
   ctx.model_flops = step.model_flops;
+  ctx.tokens_per_step = step.tokens_per_step;
+  if (vm.count("tokens")) {
+    if (!step.tokens_per_step) {
+      throw po::error("--tokens needs a generated step (--model): a workload file has no tokens");
+    }
+    ctx.train_tokens = train_tokens;
+  }
   if (overrides) {
     ctx.plan = fmt::format("{}: {} rules, {} communication ops matched", plan_path,
                            plan.rules.size(), overrides->matched_ops());

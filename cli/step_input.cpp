@@ -36,6 +36,7 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
     s.generated = step.description;
     s.folded = step.folded_replicas;
     s.model_flops = step.figures.flops;
+    s.tokens_per_step = step.figures.tokens;
     s.in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
                           "fnv1a64:" + hex64(fnv1a64(s.generated))};
   } else {

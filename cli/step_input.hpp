@@ -23,6 +23,7 @@ struct StepInput {
   std::string generated;
   int folded = 1;
   std::optional<double> model_flops;
+  std::optional<double> tokens_per_step;  // all GPUs
 };
 
 // Checks the combination (--workload, --chakra and --model are alternatives; --model, --nodes

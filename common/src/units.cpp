@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 
 #include "lagom/common/error.hpp"
@@ -71,6 +72,51 @@ std::string format_us(std::int64_t ns) {
   const char* sign = ns < 0 ? "-" : "";
   std::uint64_t a = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
   return fmt::format("{}{}.{:03d}", sign, a / 1000, a % 1000);
+}
+
+std::string format_duration(double ns) {
+  const double a = std::abs(ns);
+  if (a == 0) {
+    return "0";
+  }
+  if (a < 1e3) {
+    return fmt::format("{:.4g} ns", ns);
+  }
+  if (a < 1e6) {
+    return fmt::format("{:.4g} us", ns / 1e3);
+  }
+  if (a < 1e9) {
+    return fmt::format("{:.4g} ms", ns / 1e6);
+  }
+  const double s = ns / 1e9;
+  if (a < 60e9) {
+    return fmt::format("{:.4g} s", s);
+  }
+  if (a < 3600e9) {
+    return fmt::format("{:.1f} min", s / 60);
+  }
+  if (a < 86400e9) {
+    return fmt::format("{:.1f} h", s / 3600);
+  }
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+std::string format_count(double v) {
+  if (!std::isfinite(v) || std::abs(v) >= 1e18) {
+    return fmt::format("{:.3g}", v);
+  }
+  if (std::abs(v) < 100) {
+    return fmt::format("{:.3g}", v);
+  }
+  const std::string digits = fmt::format("{:.0f}", std::abs(v));
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) {
+      out += ',';
+    }
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
 }
 
 }  // namespace lagom

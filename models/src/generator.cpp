@@ -101,6 +101,7 @@ class Generator {
     out.figures = figures_;
     out.folded_replicas = layout_.fold();
     out.figures.micro_batches = micro_;
+    out.figures.tokens = static_cast<double>(c_.gbs) * seq_;
     out.workload = std::move(b_).build("generated step");
     return out;
   }

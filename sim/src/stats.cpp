@@ -118,42 +118,45 @@ Time total_length(const Spans& merged) {
   return t;
 }
 
-// Length of the intersection of two merged interval lists.
-Time overlap_length(const Spans& a, const Spans& b) {
-  Time t;
-  std::size_t i = 0;
-  std::size_t j = 0;
-  while (i < a.size() && j < b.size()) {
-    const Time lo = std::max(a[i].first, b[j].first);
-    const Time hi = std::min(a[i].second, b[j].second);
-    if (lo < hi) {
-      t += hi - lo;
-    }
-    (a[i].second < b[j].second ? i : j) += 1;
-  }
-  return t;
+// The length `add` adds to the merged `covered` (which becomes their merged union).
+Time newly_covered(Spans& covered, Spans add) {
+  const Time before = total_length(covered);
+  add.insert(add.end(), covered.begin(), covered.end());
+  covered = merge(std::move(add));
+  return total_length(covered) - before;
 }
 
-WorkFigures work_figures(const traces::Workload& w, const SimResult& r) {
+// Work figures, and each rank's breakdown into ranks[rank].breakdown.
+WorkFigures work_figures(const traces::Workload& w, const SimResult& r, Time step_time,
+                         std::vector<RankStats>& ranks) {
   WorkFigures f;
-  double compute_sum = 0;
-  double exposed_sum = 0;
   Spans compute;
   Spans comm;
+  Spans p2p_wait;
+  Spans coll_wait;
   for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
     compute.clear();
     comm.clear();
+    p2p_wait.clear();
+    coll_wait.clear();
+    bool pipelined = false;
+    Time last_end;
     for (traces::StreamId sid = w.first_stream(rank); sid < w.last_stream(rank); ++sid) {
       const traces::Stream& st = w.stream(sid);
       for (traces::OpId op = st.first_op; op < st.first_op + st.op_count; ++op) {
         const traces::OpKind k = w.kind(op);
         const traces::OpTimes& t = r.ops[op];
+        last_end = std::max(last_end, t.end);
         if (traces::is_comm(k)) {
           f.comm_bytes[static_cast<std::size_t>(k)] += static_cast<double>(w.bytes(op));
           if (t.end > t.start) {
             comm.emplace_back(t.start, t.end);
           }
-        } else if (k == traces::OpKind::kCompute) {
+          pipelined = pipelined || traces::is_p2p(k);
+          if (t.start > t.launch) {
+            (traces::is_p2p(k) ? p2p_wait : coll_wait).emplace_back(t.launch, t.start);
+          }
+        } else {
           if (const traces::ComputeShape* s = w.compute_shape(op)) {
             if (s->cls == traces::ComputeClass::kGemm ||
                 s->cls == traces::ComputeClass::kAttention) {
@@ -166,19 +169,44 @@ WorkFigures work_figures(const traces::Workload& w, const SimResult& r) {
         }
       }
     }
-    const Spans c = merge(std::move(compute));
-    const Spans m = merge(std::move(comm));
-    const Time exposed = total_length(m) - overlap_length(m, c);
-    compute_sum += static_cast<double>(total_length(c).count_ns());
-    exposed_sum += static_cast<double>(exposed.count_ns());
-    f.exposed_comm_max = std::max(f.exposed_comm_max, exposed);
+    if (pipelined && last_end < step_time) {
+      p2p_wait.emplace_back(last_end, step_time);  // done before the pipeline's last stage
+    }
+    Breakdown& b = ranks[rank].breakdown;
+    Spans covered;
+    b.compute = newly_covered(covered, std::move(compute));
+    b.exposed_comm = newly_covered(covered, std::move(comm));
+    b.pipeline_bubble = newly_covered(covered, std::move(p2p_wait));
+    b.peer_wait = newly_covered(covered, std::move(coll_wait));
+    b.idle = step_time - total_length(covered);
+    f.exposed_comm_max = std::max(f.exposed_comm_max, b.exposed_comm);
     compute = Spans();
     comm = Spans();
+    p2p_wait = Spans();
+    coll_wait = Spans();
   }
-  const double n = std::max<double>(1, w.rank_count());
-  f.compute_mean = Time::ns(std::llround(compute_sum / n));
-  f.exposed_comm_mean = Time::ns(std::llround(exposed_sum / n));
-  return f;
+  return f;  // compute_mean and exposed_comm_mean: the mean breakdown's (summarize)
+}
+
+// The mean of the ranks' breakdowns: each part rounded down to a nanosecond and idle the rest, so
+// that the parts sum to step_time exactly and none is negative.
+Breakdown mean_breakdown(const std::vector<RankStats>& ranks, Time step_time) {
+  std::int64_t sums[4] = {0, 0, 0, 0};  // at most ranks x step: 16,384 x 28 hours fits
+  for (const RankStats& rs : ranks) {
+    const Breakdown& b = rs.breakdown;
+    sums[0] += b.compute.count_ns();
+    sums[1] += b.exposed_comm.count_ns();
+    sums[2] += b.pipeline_bubble.count_ns();
+    sums[3] += b.peer_wait.count_ns();
+  }
+  const auto n = std::max<std::int64_t>(1, static_cast<std::int64_t>(ranks.size()));
+  Breakdown m;
+  m.compute = Time::ns(sums[0] / n);
+  m.exposed_comm = Time::ns(sums[1] / n);
+  m.pipeline_bubble = Time::ns(sums[2] / n);
+  m.peer_wait = Time::ns(sums[3] / n);
+  m.idle = step_time - m.compute - m.exposed_comm - m.pipeline_bubble - m.peer_wait;
+  return m;
 }
 
 }  // namespace
@@ -205,10 +233,14 @@ StepStats summarize(const traces::Workload& w, const SimResult& r) {
       ss.idle = s.step_time - ss.busy;
     }
     const Time busy = total_length(merge(spans));
-    s.ranks[rank] = RankStats{busy, s.step_time - busy};
+    s.ranks[rank].busy = busy;
+    s.ranks[rank].idle = s.step_time - busy;
   }
   s.overlap = find_overlap_groups(w, r);
-  s.work = work_figures(w, r);
+  s.work = work_figures(w, r, s.step_time, s.ranks);
+  s.breakdown = mean_breakdown(s.ranks, s.step_time);
+  s.work.compute_mean = s.breakdown.compute;
+  s.work.exposed_comm_mean = s.breakdown.exposed_comm;
   return s;
 }
 

@@ -19,6 +19,7 @@ class Time {
 
   constexpr std::int64_t count_ns() const { return ns_; }
   constexpr double us() const { return static_cast<double>(ns_) / 1000.0; }
+  constexpr double count_ns_double() const { return static_cast<double>(ns_); }
 
   constexpr auto operator<=>(const Time&) const = default;
   constexpr Time operator+(Time o) const { return Time(ns_ + o.ns_); }

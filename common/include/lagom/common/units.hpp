@@ -18,4 +18,13 @@ std::string format_bytes(std::int64_t bytes);
 // so that reports are byte-identical across runs and machines.
 std::string format_us(std::int64_t ns);
 
+// A duration for people: four significant digits in the largest unit that keeps it at least 1
+// ("13.66 s", "307.4 ms", "933.5 us", "12 ns"); minutes, hours and days past a minute
+// ("41.5 min", "6.2 h", "217.4 days").
+std::string format_duration(double ns);
+
+// A count for people: rounded to an integer with thousands separators ("53,291"), or with three
+// significant digits below 100 ("12.3").
+std::string format_count(double v);
+
 }  // namespace lagom

@@ -81,6 +81,7 @@ struct StepFigures {
   double flops = 0;  // model FLOPs of the whole step, all GPUs (6 N T + attention)
   std::array<double, traces::kOpKindCount> comm_bytes{};  // per op kind, summed over ranks' ops
   int micro_batches = 0;  // per pipeline per step (gradient accumulation steps)
+  double tokens = 0;      // trained per step, all GPUs: gbs x sequence length
 };
 
 struct GeneratedStep {

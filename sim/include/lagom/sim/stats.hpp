@@ -21,9 +21,29 @@ struct StreamStats {
   std::uint32_t ops = 0;
 };
 
+// Where a rank's step time went, each instant counted once, in this order of precedence:
+//   compute:         a compute kernel or memory copy ran;
+//   exposed_comm:    communication made progress (all its peers had arrived) and no compute ran;
+//   pipeline_bubble: the rank waited on a point-to-point transfer (a send or receive launched
+//                    whose peer had not arrived), or, in a pipeline (a rank with sends or
+//                    receives), had finished its work before the step's last rank;
+//   peer_wait:       a collective launched and waited for the other members to arrive (arrival
+//                    skew);
+//   idle:            none of these (dependency gaps, or done early without a pipeline).
+// The five sum to the step time exactly.
+struct Breakdown {
+  Time compute;
+  Time exposed_comm;
+  Time pipeline_bubble;
+  Time peer_wait;
+  Time idle;
+  Time total() const { return compute + exposed_comm + pipeline_bubble + peer_wait + idle; }
+};
+
 struct RankStats {
   Time busy;  // time during which at least one of the rank's streams was busy
   Time idle;  // step_time - busy
+  Breakdown breakdown;
 };
 
 // How many times longer an op ran than it takes alone: (end - start) / alone, 1 when alone is 0.
@@ -76,7 +96,7 @@ OverlapStats find_overlap_groups(const traces::Workload& w, const SimResult& r);
 struct WorkFigures {
   double flops = 0;
   std::array<double, traces::kOpKindCount> comm_bytes{};
-  Time compute_mean;       // mean over ranks of the union of compute ops' running intervals
+  Time compute_mean;       // mean over ranks of the union of compute (and memcpy) ops' intervals
   Time exposed_comm_mean;  // mean over ranks of communication time not hidden under compute
   Time exposed_comm_max;
 };
@@ -87,6 +107,9 @@ struct StepStats {
   std::vector<StreamStats> streams;  // by StreamId
   OverlapStats overlap;
   WorkFigures work;
+  // The mean over ranks of their breakdowns (each part rounded down to a nanosecond; idle takes
+  // the rest, so that the parts sum to step_time exactly).
+  Breakdown breakdown;
 };
 
 StepStats summarize(const traces::Workload& w, const SimResult& r);

@@ -1,0 +1,112 @@
+// The step breakdown (sim::Breakdown): each rank's step time split into compute, exposed
+// communication, pipeline bubble, waiting on peers and idle, every part derived by hand, and the
+// parts summing to the step time exactly, per rank and on average, on generated steps too.
+#include <gtest/gtest.h>
+
+#include "lagom/hardware/profile.hpp"
+#include "lagom/models/generator.hpp"
+#include "lagom/models/model_spec.hpp"
+#include "lagom/sim/simulation.hpp"
+#include "lagom/sim/stats.hpp"
+#include "lagom/topologies/cluster.hpp"
+#include "test_util.hpp"
+
+namespace lagom::sim {
+namespace {
+
+using test::simulate;
+using test::us;
+using test::workload;
+
+void expect_breakdown(const Breakdown& b, std::int64_t compute, std::int64_t exposed,
+                      std::int64_t bubble, std::int64_t peer, std::int64_t idle) {
+  EXPECT_EQ(b.compute.count_ns(), compute);
+  EXPECT_EQ(b.exposed_comm.count_ns(), exposed);
+  EXPECT_EQ(b.pipeline_bubble.count_ns(), bubble);
+  EXPECT_EQ(b.peer_wait.count_ns(), peer);
+  EXPECT_EQ(b.idle.count_ns(), idle);
+}
+
+TEST(Breakdown, EachPartOfAHandTimedStep) {
+  // Rank 0: c0 [0, 10], then all-reduce ar0 with rank 1, launched at 10, started at 30 when
+  //         rank 1 arrives, ended at 50; then a send to rank 2, [50, 55].
+  // Rank 1: c1 [0, 30], ar1 [30, 50].
+  // Rank 2: the receive, launched at 0, waits for the send, runs [50, 55]; c2 [55, 59].
+  // Step 59 us.
+  //   rank 0: compute 10, exposed 20 + 5, bubble 4 (a pipeline rank done at 55), peer wait 20.
+  //   rank 1: compute 30, exposed 20, idle 9 (done at 50, no pipeline).
+  //   rank 2: compute 4, exposed 5, bubble 50 (waiting for its input).
+  auto s = simulate(workload(R"([
+      {"rank": 0, "streams": [{"stream": "main", "ops": [
+          {"id": "c0", "kind": "compute", "duration_us": 10},
+          {"id": "ar0", "kind": "allreduce", "group": "g", "bytes": 1024, "duration_us": 20},
+          {"id": "tx", "kind": "send", "peer": 2, "bytes": 1024, "duration_us": 5}]}]},
+      {"rank": 1, "streams": [{"stream": "main", "ops": [
+          {"id": "c1", "kind": "compute", "duration_us": 30},
+          {"id": "ar1", "kind": "allreduce", "group": "g", "bytes": 1024, "duration_us": 20}]}]},
+      {"rank": 2, "streams": [{"stream": "main", "ops": [
+          {"id": "rx", "kind": "recv", "peer": 0, "bytes": 1024, "duration_us": 5},
+          {"id": "c2", "kind": "compute", "duration_us": 4}]}]}
+      ])",
+                             R"({"g": [0, 1]})"));
+  ASSERT_EQ(s.r.step_time.count_ns(), us(59));
+  const StepStats st = summarize(s.w, s.r);
+  expect_breakdown(st.ranks[0].breakdown, us(10), us(25), us(4), us(20), 0);
+  expect_breakdown(st.ranks[1].breakdown, us(30), us(20), 0, 0, us(9));
+  expect_breakdown(st.ranks[2].breakdown, us(4), us(5), us(50), 0, 0);
+  // The mean: each part rounded down to a nanosecond, idle the rest (3 us + 2 ns).
+  expect_breakdown(st.breakdown, 14666, 16666, us(18), 6666, us(3) + 2);
+  EXPECT_EQ(st.breakdown.total(), st.step_time);
+  EXPECT_EQ(st.work.compute_mean.count_ns(), 14666);
+  EXPECT_EQ(st.work.exposed_comm_mean.count_ns(), 16666);
+}
+
+TEST(Breakdown, CommunicationUnderComputeIsHidden) {
+  // Compute [0, 10] on one stream, an all-reduce [2, 14] on another (a one-rank group): 8 us of
+  // it run under compute, so exposed communication is 14 - 10 = 4 us.
+  auto s = simulate(workload(R"([{"rank": 0, "streams": [
+      {"stream": "a", "ops": [{"id": "c", "kind": "compute", "duration_us": 10}]},
+      {"stream": "b", "ops": [{"id": "d", "kind": "compute", "duration_us": 2},
+                              {"id": "ar", "kind": "allreduce", "group": "g", "bytes": 8,
+                               "duration_us": 12}]}]}])",
+                             R"({"g": [0]})"));
+  const StepStats st = summarize(s.w, s.r);
+  expect_breakdown(st.ranks[0].breakdown, us(10), us(4), 0, 0, 0);
+}
+
+TEST(Breakdown, PartsSumToTheStepOfGeneratedPipelines) {
+  // Every rank of a simulated 1F1B step with TP and data parallelism: the five parts sum to the
+  // step, a pipeline has a bubble, and its compute is the work figures' compute.
+  models::ModelSpec m;
+  m.name = "tiny";
+  m.sources = {"made up for this test"};
+  m.layers = 8;
+  m.hidden = 256;
+  m.ffn_hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.head_dim = 32;
+  m.vocab = 1024;
+  m.seq_len = 128;
+  models::validate(m);
+  models::TrainingConfig cfg;
+  cfg.mbs = 1;
+  cfg.gbs = 16;
+  const models::GeneratedStep g =
+      models::generate_step(m, models::parse_parallelism("tp=2,pp=4,dp=2"), cfg);
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 2);
+  const hardware::HardwareProfile profile =
+      hardware::default_profile_for_gpu(cluster.spec().gpu_type);
+  Simulation sim(g.workload, cluster, profile);
+  const StepStats st = summarize(g.workload, sim.run());
+  for (const RankStats& rs : st.ranks) {
+    EXPECT_EQ(rs.breakdown.total(), st.step_time);
+  }
+  EXPECT_EQ(st.breakdown.total(), st.step_time);
+  EXPECT_GT(st.breakdown.pipeline_bubble.count_ns(), 0);
+  EXPECT_GT(st.breakdown.compute.count_ns(), 0);
+  EXPECT_EQ(st.breakdown.compute, st.work.compute_mean);
+}
+
+}  // namespace
+}  // namespace lagom::sim
