@@ -108,5 +108,35 @@ TEST(Breakdown, PartsSumToTheStepOfGeneratedPipelines) {
   EXPECT_EQ(st.breakdown.compute, st.work.compute_mean);
 }
 
+TEST(Breakdown, TheBubbleOfOneFOneBIsTheClosedForm) {
+  // 1F1B on p stages with m micro-batches idles each stage (p - 1) of (m + p - 1) forward and
+  // backward slots: a bubble of (p - 1) / (m + p - 1) of the step when the stages are balanced
+  // and the transfers short. 4 stages, 8 micro-batches: 3/11 = 27.3%.
+  models::ModelSpec m;
+  m.name = "balanced";
+  m.sources = {"made up for this test"};
+  m.layers = 8;
+  m.hidden = 2048;
+  m.ffn_hidden = 8192;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.head_dim = 128;
+  m.vocab = 1024;  // a small head, so that the last stage is not the slow one
+  m.seq_len = 2048;
+  models::validate(m);
+  models::TrainingConfig cfg;
+  cfg.mbs = 1;
+  cfg.gbs = 8;
+  const models::GeneratedStep g = models::generate_step(m, models::parse_parallelism("pp=4"), cfg);
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100");
+  const hardware::HardwareProfile profile =
+      hardware::default_profile_for_gpu(cluster.spec().gpu_type);
+  Simulation sim(g.workload, cluster, profile);
+  const StepStats st = summarize(g.workload, sim.run());
+  const double bubble = st.breakdown.pipeline_bubble.count_ns_double() /
+                        st.step_time.count_ns_double();
+  EXPECT_NEAR(bubble, 3.0 / 11.0, 0.03);
+}
+
 }  // namespace
 }  // namespace lagom::sim
