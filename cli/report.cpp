@@ -202,18 +202,36 @@ Throughput throughput_of(const traces::Workload& w, const sim::SimResult& r, con
 }
 
 // The step breakdown (sim::Breakdown), mean per GPU, with shares of the step.
+// The step breakdown (sim::Breakdown), mean per GPU with shares of the step, and where ranks
+// differ (pipeline stages, stragglers) the range over ranks.
 void print_breakdown(std::ostream& out, const sim::StepStats& s) {
-  const sim::Breakdown& b = s.breakdown;
   const double step = std::max(1.0, s.step_time.count_ns_double());
   fmt::print(out, "breakdown    per GPU (mean over ranks; sums to the step time):\n");
-  const std::pair<const char*, Time> rows[] = {{"compute", b.compute},
-                                               {"exposed communication", b.exposed_comm},
-                                               {"pipeline bubble", b.pipeline_bubble},
-                                               {"waiting on peers", b.peer_wait},
-                                               {"idle", b.idle}};
-  for (const auto& [name, t] : rows) {
-    fmt::print(out, "  {:<23}{:>12} {:>6.1f}%\n", name, format_duration(t.count_ns_double()),
-               100.0 * t.count_ns_double() / step);
+  using Part = Time sim::Breakdown::*;
+  const std::pair<const char*, Part> parts[] = {
+      {"compute", &sim::Breakdown::compute},
+      {"exposed communication", &sim::Breakdown::exposed_comm},
+      {"pipeline bubble", &sim::Breakdown::pipeline_bubble},
+      {"waiting on peers", &sim::Breakdown::peer_wait},
+      {"idle", &sim::Breakdown::idle}};
+  for (const auto& [name, part] : parts) {
+    const Time mean = s.breakdown.*part;
+    std::string range;
+    if (!s.ranks.empty()) {
+      const auto [lo, hi] =
+          std::minmax_element(s.ranks.begin(), s.ranks.end(),
+                              [part = part](const sim::RankStats& a, const sim::RankStats& b) {
+                                return a.breakdown.*part < b.breakdown.*part;
+                              });
+      if (lo->breakdown.*part != hi->breakdown.*part) {
+        range = fmt::format(
+            "   ranks {} (rank {}) to {} (rank {})",
+            format_duration((lo->breakdown.*part).count_ns_double()), lo - s.ranks.begin(),
+            format_duration((hi->breakdown.*part).count_ns_double()), hi - s.ranks.begin());
+      }
+    }
+    fmt::print(out, "  {:<23}{:>12} {:>6.1f}%{}\n", name, format_duration(mean.count_ns_double()),
+               100.0 * mean.count_ns_double() / step, range);
   }
 }
 
