@@ -168,9 +168,17 @@ PlanContext parse_context(const json& v) {
       out = it->get<std::string>();
     }
   };
+  // Well-typed: an integer field takes integers only (a float such as 9.2e20 would not convert).
   auto num = [&](const char* key, auto& out) {
-    if (auto it = v.find(key); it != v.end() && it->is_number()) {
-      out = it->get<std::remove_reference_t<decltype(out)>>();
+    using T = std::remove_reference_t<decltype(out)>;
+    if (auto it = v.find(key); it != v.end()) {
+      if constexpr (std::is_integral_v<T>) {
+        if (it->is_number_integer()) {
+          out = it->get<T>();
+        }
+      } else if (it->is_number()) {
+        out = it->get<T>();
+      }
     }
   };
   str("method", c.method);
