@@ -4,7 +4,9 @@
 // simulation engine between events, a search between evaluations, a sweep between points. A
 // loop that sees it throws Interrupted, which is not a lagom::Error (bad input) but a request to
 // stop: the command keeps what is whole (a search's best plan so far, a sweep's finished rows),
-// says so on stderr and exits 130. A second signal kills the process at once.
+// says so on stderr and exits 130. A second signal kills the process at once (one that comes
+// within 250 ms of the first is the same request delivered twice, as timeout(1) does, and is
+// ignored).
 #pragma once
 
 #include <stdexcept>
@@ -16,7 +18,8 @@ class Interrupted : public std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}
 };
 
-// SIGINT and SIGTERM set the flag; the second one takes the signal's default action.
+// SIGINT and SIGTERM set the flag; a second one (250 ms or more later) takes the signal's default
+// action.
 void install_interrupt_handlers();
 
 bool interrupt_requested() noexcept;
