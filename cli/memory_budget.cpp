@@ -28,9 +28,10 @@ void check_generated_step(const models::StepSize& size, std::string_view what) {
       "use fewer micro-batches (--gbs), --fold to simulate one data-parallel replica for all, "
       "or fewer GPUs";
   if (size.ops > kMaxWorkloadOps) {
-    throw Error(fmt::format("{}: the step would hold {:.3g} ops, more than a workload can "
-                            "(4,294,967,293); {}",
-                            what, size.ops, remedy));
+    throw Error(
+        fmt::format("{}: the step would hold {:.3g} ops, more than a workload can "
+                    "(4,294,967,293); {}",
+                    what, size.ops, remedy));
   }
   const double ranks = static_cast<double>(size.ranks);
   check_memory(size.ops * kSimulationBytesPerOp + ranks * kSimulationBytesPerRank,

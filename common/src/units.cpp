@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "lagom/common/error.hpp"
 
@@ -79,14 +80,12 @@ std::string format_duration(double ns) {
   if (a == 0) {
     return "0";
   }
-  if (a < 1e3) {
-    return fmt::format("{:.4g} ns", ns);
-  }
-  if (a < 1e6) {
-    return fmt::format("{:.4g} us", ns / 1e3);
-  }
-  if (a < 1e9) {
-    return fmt::format("{:.4g} ms", ns / 1e6);
+  static constexpr std::pair<double, const char*> kSubSecond[] = {
+      {1e3, "ns"}, {1e6, "us"}, {1e9, "ms"}};  // below the bound: ns / (bound / 1000)
+  for (const auto& [bound, unit] : kSubSecond) {
+    if (a < bound) {
+      return fmt::format("{:.4g} {}", ns / (bound / 1e3), unit);
+    }
   }
   const double s = ns / 1e9;
   if (a < 60e9) {

@@ -180,10 +180,6 @@ WorkFigures work_figures(const traces::Workload& w, const SimResult& r, Time ste
     b.peer_wait = newly_covered(covered, std::move(coll_wait));
     b.idle = step_time - total_length(covered);
     f.exposed_comm_max = std::max(f.exposed_comm_max, b.exposed_comm);
-    compute = Spans();
-    comm = Spans();
-    p2p_wait = Spans();
-    coll_wait = Spans();
   }
   return f;  // compute_mean and exposed_comm_mean: the mean breakdown's (summarize)
 }

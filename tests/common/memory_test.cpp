@@ -34,11 +34,13 @@ TEST(HostMemory, WithoutALimitTheMachinesAvailableMemoryDecides) {
     FAIL() << "1e21 bytes fitted";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_TRUE(test::contains(m, "an absurd thing would need about 867 EiB of memory (1e21 "
-                                  "bytes), more than the "))
+    EXPECT_TRUE(test::contains(m,
+                               "an absurd thing would need about 867 EiB of memory (1e21 "
+                               "bytes), more than the "))
         << m;
-    EXPECT_TRUE(test::contains(m, "this machine has available; ask for less, or raise the limit "
-                                  "with --max-memory SIZE"))
+    EXPECT_TRUE(test::contains(m,
+                               "this machine has available; ask for less, or raise the limit "
+                               "with --max-memory SIZE"))
         << m;
   }
 }

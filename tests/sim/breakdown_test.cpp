@@ -74,31 +74,41 @@ TEST(Breakdown, CommunicationUnderComputeIsHidden) {
   expect_breakdown(st.ranks[0].breakdown, us(10), us(4), 0, 0, 0);
 }
 
-TEST(Breakdown, PartsSumToTheStepOfGeneratedPipelines) {
-  // Every rank of a simulated 1F1B step with TP and data parallelism: the five parts sum to the
-  // step, a pipeline has a bubble, and its compute is the work figures' compute.
+// A dense model made up for these tests (validated), and its generated step simulated with the
+// models and contention on `nodes` dgx-h100 nodes.
+models::ModelSpec dense_model(const char* name, int hidden, int heads, int head_dim, int seq) {
   models::ModelSpec m;
-  m.name = "tiny";
+  m.name = name;
   m.sources = {"made up for this test"};
   m.layers = 8;
-  m.hidden = 256;
-  m.ffn_hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.head_dim = 32;
-  m.vocab = 1024;
-  m.seq_len = 128;
+  m.hidden = hidden;
+  m.ffn_hidden = 4 * hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.head_dim = head_dim;
+  m.vocab = 1024;  // a small head, so that the last stage is not the slow one
+  m.seq_len = seq;
   models::validate(m);
+  return m;
+}
+
+StepStats simulate_generated(const models::ModelSpec& m, const char* par, int gbs, int nodes) {
   models::TrainingConfig cfg;
   cfg.mbs = 1;
-  cfg.gbs = 16;
-  const models::GeneratedStep g =
-      models::generate_step(m, models::parse_parallelism("tp=2,pp=4,dp=2"), cfg);
-  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 2);
+  cfg.gbs = gbs;
+  const models::GeneratedStep g = models::generate_step(m, models::parse_parallelism(par), cfg);
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", nodes);
   const hardware::HardwareProfile profile =
       hardware::default_profile_for_gpu(cluster.spec().gpu_type);
   Simulation sim(g.workload, cluster, profile);
-  const StepStats st = summarize(g.workload, sim.run());
+  return summarize(g.workload, sim.run());
+}
+
+TEST(Breakdown, PartsSumToTheStepOfGeneratedPipelines) {
+  // Every rank of a simulated 1F1B step with TP and data parallelism: the five parts sum to the
+  // step, a pipeline has a bubble, and its compute is the work figures' compute.
+  const StepStats st =
+      simulate_generated(dense_model("tiny", 256, 8, 32, 128), "tp=2,pp=4,dp=2", 16, 2);
   for (const RankStats& rs : st.ranks) {
     EXPECT_EQ(rs.breakdown.total(), st.step_time);
   }
@@ -112,29 +122,10 @@ TEST(Breakdown, TheBubbleOfOneFOneBIsTheClosedForm) {
   // 1F1B on p stages with m micro-batches idles each stage (p - 1) of (m + p - 1) forward and
   // backward slots: a bubble of (p - 1) / (m + p - 1) of the step when the stages are balanced
   // and the transfers short. 4 stages, 8 micro-batches: 3/11 = 27.3%.
-  models::ModelSpec m;
-  m.name = "balanced";
-  m.sources = {"made up for this test"};
-  m.layers = 8;
-  m.hidden = 2048;
-  m.ffn_hidden = 8192;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.head_dim = 128;
-  m.vocab = 1024;  // a small head, so that the last stage is not the slow one
-  m.seq_len = 2048;
-  models::validate(m);
-  models::TrainingConfig cfg;
-  cfg.mbs = 1;
-  cfg.gbs = 8;
-  const models::GeneratedStep g = models::generate_step(m, models::parse_parallelism("pp=4"), cfg);
-  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100");
-  const hardware::HardwareProfile profile =
-      hardware::default_profile_for_gpu(cluster.spec().gpu_type);
-  Simulation sim(g.workload, cluster, profile);
-  const StepStats st = summarize(g.workload, sim.run());
-  const double bubble = st.breakdown.pipeline_bubble.count_ns_double() /
-                        st.step_time.count_ns_double();
+  const StepStats st =
+      simulate_generated(dense_model("balanced", 2048, 16, 128, 2048), "pp=4", 8, 1);
+  const double bubble =
+      st.breakdown.pipeline_bubble.count_ns_double() / st.step_time.count_ns_double();
   EXPECT_NEAR(bubble, 3.0 / 11.0, 0.03);
 }
 
