@@ -98,7 +98,20 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
   }
   cfg.recompute = opts.recompute;
   cfg.fold_dp = opts.fold;
-  cfg.gbs = opts.gbs > 0 ? opts.gbs : opts.mbs * par.dense_dp() * std::max(1, par.pp);
+  if (opts.gbs > 0) {
+    cfg.gbs = opts.gbs;
+  } else {
+    // One micro-batch per stage and replica; world <= 2^24 and mbs < 2^31, so this fits in 64
+    // bits, but not always in the int a batch size is.
+    const std::int64_t gbs = std::int64_t{opts.mbs} * par.dense_dp() * std::max(1, par.pp);
+    if (gbs > std::numeric_limits<int>::max()) {
+      throw Error(fmt::format(
+          "--mbs {} x data-parallel degree {} x pp {} = {} sequences per step, more than a batch "
+          "can hold ({}); pass a smaller --mbs",
+          opts.mbs, par.dense_dp(), par.pp, gbs, std::numeric_limits<int>::max()));
+    }
+    cfg.gbs = static_cast<int>(gbs);
+  }
   if (gpus > 0 && par.world() != gpus) {
     const int per = std::max(1, gpus_per_node);
     throw Error(fmt::format(

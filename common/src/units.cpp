@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "lagom/common/error.hpp"
@@ -75,29 +76,47 @@ std::string format_us(std::int64_t ns) {
   return fmt::format("{}{}.{:03d}", sign, a / 1000, a % 1000);
 }
 
+namespace {
+
+// x > 0 rounded to `digits` significant digits.
+double round_significant(double x, int digits) {
+  const int p = digits - 1 - static_cast<int>(std::floor(std::log10(x)));
+  // Multiply and divide by exact powers of ten (1e5, not 1e-5) so that 10000 x 1e5 is 1e9.
+  const double scale = std::pow(10.0, std::abs(p));
+  return p >= 0 ? std::round(x * scale) / scale : std::round(x / scale) * scale;
+}
+
+}  // namespace
+
 std::string format_duration(double ns) {
-  const double a = std::abs(ns);
-  if (a == 0) {
+  if (!std::isfinite(ns)) {
+    return std::isnan(ns) ? "nan" : (ns > 0 ? "inf" : "-inf");
+  }
+  if (ns == 0) {
     return "0";
   }
-  static constexpr std::pair<double, const char*> kSubSecond[] = {
-      {1e3, "ns"}, {1e6, "us"}, {1e9, "ms"}};  // below the bound: ns / (bound / 1000)
-  for (const auto& [bound, unit] : kSubSecond) {
+  const char* sign = ns < 0 ? "-" : "";
+  // The unit is chosen for the value as printed, so that rounding never shows "1000 us" or
+  // "60 s" where "1 ms" and "1.0 min" are meant.
+  const double a = round_significant(std::abs(ns), 4);
+  static constexpr std::pair<double, const char*> kUpToAMinute[] = {
+      {1e3, "ns"}, {1e6, "us"}, {1e9, "ms"}, {60e9, "s"}};  // below the bound: ns / (bound / 1e3)
+  for (const auto& [bound, unit] : kUpToAMinute) {
     if (a < bound) {
-      return fmt::format("{:.4g} {}", ns / (bound / 1e3), unit);
+      const double per_unit = bound == 60e9 ? 1e9 : bound / 1e3;
+      return fmt::format("{}{:.4g} {}", sign, a / per_unit, unit);
     }
   }
-  const double s = ns / 1e9;
-  if (a < 60e9) {
-    return fmt::format("{:.4g} s", s);
+  // Then one decimal: the unit moves up when the tenths round to the next unit's one.
+  static constexpr std::tuple<double, double, const char*> kLonger[] = {
+      {60e9, 60.0, "min"}, {3600e9, 24.0, "h"}};  // (ns per unit, units per next, name)
+  for (const auto& [per_unit, per_next, unit] : kLonger) {
+    const double tenths = std::round(a / per_unit * 10) / 10;
+    if (tenths < per_next) {
+      return fmt::format("{}{:.1f} {}", sign, tenths, unit);
+    }
   }
-  if (a < 3600e9) {
-    return fmt::format("{:.1f} min", s / 60);
-  }
-  if (a < 86400e9) {
-    return fmt::format("{:.1f} h", s / 3600);
-  }
-  return fmt::format("{:.1f} days", s / 86400);
+  return fmt::format("{}{:.1f} days", sign, a / 86400e9);
 }
 
 std::string format_count(double v) {

@@ -69,7 +69,7 @@ class Generator {
     seq_ = c.seq > 0 ? c.seq : m.seq_len;
     bpe_ = c.bytes_per_element;
     splits_ = c.overlap == Overlap::kNone ? 1 : 2;
-    micro_ = c.gbs / (c.mbs * p.dense_dp());
+    micro_ = static_cast<int>(c.gbs / (c.mbs * p.dense_dp()));
     hd_ = m.head_dim > 0 ? m.head_dim : m.hidden / m.heads;
     vocab_ = padded_vocab(m, p);
     first_layer_ = internal::stage_first_layers(m.layers, p.pp * p.vpp);
@@ -368,7 +368,8 @@ class Generator {
     const double seqs_total = c_.mbs;
     const double seqs = seqs_total / splits_;
     const int stages = p_.pp * p_.vpp;
-    const double act_bytes = c_.mbs * seq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
+    const double act_bytes =
+        static_cast<double>(c_.mbs) * seq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
 
     const std::vector<PipelineUnit> order = pipeline_order(p_.pp, p_.vpp, c.pp, micro_);
 
@@ -400,7 +401,8 @@ class Generator {
           add_comm(s.compute, OpKind::kRecv, pp_group(-1), act_bytes, next_rank(-1));
         } else {
           add_kernel(s.compute,
-                     stream(ComputeClass::kElementwise, c_.mbs * seq_ * m_.hidden, 0, 1, 1, bpe_));
+                     stream(ComputeClass::kElementwise,
+                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_));
         }
         for (int l = l0; l < l1; ++l) {
           std::optional<OpId> gather;
@@ -434,7 +436,7 @@ class Generator {
           }
         }
         if (v == stages - 1) {
-          const double tokens = c_.mbs * seq_;
+          const double tokens = static_cast<double>(c_.mbs) * seq_;
           add_kernel(s.compute, stream(ComputeClass::kNorm, tokens * m_.hidden, 5, 1, 1, bpe_));
           add_kernel(s.compute, gemm(tokens, vocab_ / p_.tp, m_.hidden, bpe_));
           add_kernel(s.compute,
@@ -449,7 +451,7 @@ class Generator {
         if (v < stages - 1) {
           add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes, next_rank(+1));
         } else {
-          const double tokens = c_.mbs * seq_;
+          const double tokens = static_cast<double>(c_.mbs) * seq_;
           auto [dgrad, wgrad] = gemm_backward(tokens, vocab_ / p_.tp, m_.hidden, bpe_);
           add_kernel(s.compute, dgrad);
           add_kernel(s.compute, wgrad);
@@ -520,7 +522,8 @@ class Generator {
           b_.add_dep(send, producer);
         } else {
           add_kernel(s.compute,
-                     stream(ComputeClass::kElementwise, c_.mbs * seq_ * m_.hidden, 0, 1, 1, bpe_));
+                     stream(ComputeClass::kElementwise,
+                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_));
         }
       }
     }
@@ -535,8 +538,9 @@ class Generator {
         local_experts += expert_layer_params(l);
       }
     }
-    const double shard =
-        p_.zero >= 1 ? local / p_.dense_dp() + local_experts / p_.dp : local + local_experts;
+    const double shard = p_.zero >= 1
+                             ? local / static_cast<double>(p_.dense_dp()) + local_experts / p_.dp
+                             : local + local_experts;
     const OpId opt = add_kernel(s.compute, stream(ComputeClass::kOptimizer, shard, 12, 9, 5, 2));
     if (dp_comm) {
       // Waits for every gradient reduction this rank issued (the dp_reduce stream's last op).
@@ -573,6 +577,20 @@ class Generator {
   StepFigures figures_;
   bool recomputing_ = false;  // emitting a recomputed forward (not model FLOPs)
 };
+
+}  // namespace
+
+namespace {
+
+// Degrees are at most 2^20 each, so their product is computed in floating point first.
+void check_world(const Parallelism& p, std::string_view what) {
+  const double world = static_cast<double>(p.tp) * p.pp * p.dp * p.ep;
+  if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.ep < 1 || p.vpp < 1 ||
+      world > static_cast<double>(Parallelism::kMaxGpus)) {
+    throw Error(fmt::format("{}: tp x pp x dp x ep = {:.4g} GPUs; lagom models 1 to {} GPUs", what,
+                            world, Parallelism::kMaxGpus));
+  }
+}
 
 }  // namespace
 
@@ -657,6 +675,7 @@ Parallelism parse_parallelism(std::string_view text) {
   if (!any) {
     throw Error("--parallel is empty (e.g. \"tp=8,dp=2\" or \"fsdp=16\")");
   }
+  check_world(p, fmt::format("--parallel '{}'", text));
   return p;
 }
 
@@ -686,7 +705,7 @@ std::string to_string(const Parallelism& p) {
 
 MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
   const double seq = c.seq > 0 ? c.seq : m.seq_len;
-  const int stages = p.pp * p.vpp;
+  const double stages = static_cast<double>(p.pp) * p.vpp;
   // Parameters on the most loaded GPU: its share of the transformer layers (matrices split over
   // TP, norms and the router whole on every TP rank) and the input embedding, vocab-parallel over
   // TP; with a single stage also the output head (unless tied) and the final norm. Routed
@@ -709,8 +728,9 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   const double expert_params = layers_here * per_layer_experts;
   // Bytes of `per_param` each, sharded from ZeRO stage `zero` on.
   auto sharded = [&](double per_param, int zero) {
-    return per_param *
-           (p.zero >= zero ? params / p.dense_dp() + expert_params / p.dp : params + expert_params);
+    return per_param * (p.zero >= zero
+                            ? params / static_cast<double>(p.dense_dp()) + expert_params / p.dp
+                            : params + expert_params);
   };
   MemoryEstimate e;
   // Mixed precision with Adam: 2 B weights + 2 B gradients + 12 B fp32 master, m, v (ZeRO paper).
@@ -720,10 +740,11 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   // Activations per layer and micro-batch with FlashAttention (Korthikanti et al. 2022, without
   // the attention-score term): s b h (10 + 24 / t) bytes, s b h * 34 / t with sequence
   // parallelism; the first 1F1B stage keeps min(pp, micro-batches) micro-batches in flight.
-  const double sbh = seq * c.mbs * m.hidden;
+  const double sbh = static_cast<double>(seq) * c.mbs * m.hidden;
   const double per_layer_act = p.sp ? sbh * 34.0 / p.tp : sbh * (10.0 + 24.0 / p.tp);
-  const int micro = c.gbs / std::max(1, c.mbs * p.dense_dp());
-  const double in_flight = std::min<double>(p.pp, std::max(1, micro));
+  const auto micro =
+      std::max<std::int64_t>(1, c.gbs / (c.mbs * std::max<std::int64_t>(1, p.dense_dp())));
+  const double in_flight = std::min<double>(p.pp, static_cast<double>(micro));
   if (c.recompute) {
     // Each layer keeps its input (s b h elements, split over TP with sequence parallelism); one
     // layer at a time rebuilds its full set during backward.
@@ -748,6 +769,7 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   auto fail = [&](const std::string& why) -> void {
     throw Error(fmt::format("{}: {}", what, why));
   };
+  check_world(p, what);
   if (c.mbs < 1) {
     fail(fmt::format("--mbs must be at least 1, got {}", c.mbs));
   }
@@ -778,8 +800,8 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   if (m.is_moe() && m.experts % p.ep != 0) {
     fail(fmt::format("ep={} does not divide the {} experts", p.ep, m.experts));
   }
-  const int stages = p.pp * p.vpp;
-  const int per = (m.layers + stages - 1) / stages;
+  const std::int64_t stages = std::int64_t{p.pp} * p.vpp;  // each up to 2^20
+  const std::int64_t per = (m.layers + stages - 1) / stages;
   if (per * stages - m.layers > 2 || (p.vpp > 1 && m.layers % stages != 0) || per < 1 ||
       (per * stages - m.layers > 0 && per < 2)) {
     fail(fmt::format("pp={} x vpp={} = {} stages do not divide the {} layers{}", p.pp, p.vpp,
@@ -804,12 +826,12 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
     fail(fmt::format("{} overlap splits each micro-batch in two: --mbs {} is odd",
                      c.overlap == Overlap::kDomino ? "Domino" : "two-batch", c.mbs));
   }
-  const int dp = p.dense_dp();
+  const std::int64_t dp = p.dense_dp();  // at most 2^24: mbs x dp fits in 64 bits
   if (c.gbs % (c.mbs * dp) != 0) {
     fail(fmt::format("--gbs {} is not a multiple of --mbs {} x data-parallel degree {} = {}", c.gbs,
                      c.mbs, dp, c.mbs * dp));
   }
-  const int micro = c.gbs / (c.mbs * dp);
+  const int micro = static_cast<int>(c.gbs / (c.mbs * dp));  // at most gbs
   if (p.vpp > 1 && micro % p.pp != 0) {
     fail(fmt::format("interleaved 1F1B needs the {} micro-batches to be a multiple of pp={}", micro,
                      p.pp));
@@ -855,7 +877,7 @@ StepSize count_step_ops(const ModelSpec& m, const Parallelism& p, const Training
   // give the slope; each stage's ranks all emit what its first rank does.
   const int q = p.vpp > 1 ? p.pp : 1;
   TrainingConfig probe = c;
-  probe.gbs = q * c.mbs * p.dense_dp();
+  probe.gbs = static_cast<int>(q * c.mbs * p.dense_dp());  // at most gbs (check_step)
   Generator g(m, p, probe);
   const std::vector<std::uint64_t> one = g.stage_op_counts(q);
   const std::vector<std::uint64_t> two = g.stage_op_counts(2 * q);

@@ -90,7 +90,7 @@ Communicators make_communicators(const RankLayout& layout, const Parallelism& p,
         k.dp = i / p.ep;
         return k;
       },
-      p.dense_dp());
+      static_cast<int>(p.dense_dp()));  // <= 2^24 (generate_step checks)
   // Folded pipelines send between stages on two-rank communicators that carry the GPUs.
   if (layout.fold() > 1 && p.pp > 1) {
     c.pp_pair.assign(nranks, {traces::kNoGroup, traces::kNoGroup});

@@ -22,7 +22,8 @@ class RankLayout {
  public:
   RankLayout(const Parallelism& p, bool fold_dp) : p_(p), fold_(fold_dp ? p.dp : 1) {}
   int fold() const { return fold_; }  // data-parallel replicas each workload rank stands for
-  int rank_count() const { return p_.world() / fold_; }
+  // An int: generate_step refuses a world above Parallelism::kMaxGpus (2^24).
+  int rank_count() const { return static_cast<int>(p_.world() / fold_); }
   Coord coord(int rank) const;
   int gpu_of(const Coord& c) const;   // the cluster GPU
   int rank_of(const Coord& c) const;  // the workload rank (c.dp == 0 when folded)

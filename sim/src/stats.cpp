@@ -132,12 +132,14 @@ WorkFigures work_figures(const traces::Workload& w, const SimResult& r, Time ste
   WorkFigures f;
   Spans compute;
   Spans comm;
-  Spans p2p_wait;
+  Spans recv_wait;  // and the pipeline's tail
+  Spans send_wait;
   Spans coll_wait;
   for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {
     compute.clear();
     comm.clear();
-    p2p_wait.clear();
+    recv_wait.clear();
+    send_wait.clear();
     coll_wait.clear();
     bool pipelined = false;
     Time last_end;
@@ -154,7 +156,10 @@ WorkFigures work_figures(const traces::Workload& w, const SimResult& r, Time ste
           }
           pipelined = pipelined || traces::is_p2p(k);
           if (t.start > t.launch) {
-            (traces::is_p2p(k) ? p2p_wait : coll_wait).emplace_back(t.launch, t.start);
+            (k == traces::OpKind::kSend ? send_wait
+             : traces::is_p2p(k)        ? recv_wait
+                                        : coll_wait)
+                .emplace_back(t.launch, t.start);
           }
         } else {
           if (const traces::ComputeShape* s = w.compute_shape(op)) {
@@ -170,38 +175,70 @@ WorkFigures work_figures(const traces::Workload& w, const SimResult& r, Time ste
       }
     }
     if (pipelined && last_end < step_time) {
-      p2p_wait.emplace_back(last_end, step_time);  // done before the pipeline's last stage
+      recv_wait.emplace_back(last_end, step_time);  // done before the pipeline's last stage
     }
     Breakdown& b = ranks[rank].breakdown;
     Spans covered;
     b.compute = newly_covered(covered, std::move(compute));
     b.exposed_comm = newly_covered(covered, std::move(comm));
-    b.pipeline_bubble = newly_covered(covered, std::move(p2p_wait));
+    // A receive that waits holds the rank's next work back; a send that waits (on its own
+    // stream, as batched isend) usually does not, so a collective's wait at the same instant
+    // names the cause first.
+    b.pipeline_bubble = newly_covered(covered, std::move(recv_wait));
     b.peer_wait = newly_covered(covered, std::move(coll_wait));
+    b.pipeline_bubble += newly_covered(covered, std::move(send_wait));
     b.idle = step_time - total_length(covered);
     f.exposed_comm_max = std::max(f.exposed_comm_max, b.exposed_comm);
   }
   return f;  // compute_mean and exposed_comm_mean: the mean breakdown's (summarize)
 }
 
-// The mean of the ranks' breakdowns: each part rounded down to a nanosecond and idle the rest, so
-// that the parts sum to step_time exactly and none is negative.
+// The mean of the ranks' breakdowns in whole nanoseconds that sum to step_time exactly: each
+// part is its exact mean rounded down or up, the parts with the largest fractions rounded up
+// (largest remainder), so no part is off by more than a nanosecond and idle does not collect the
+// others' rounding. Sums are kept as quotient and remainder by the rank count, which cannot
+// overflow however many ranks and however long the step.
 Breakdown mean_breakdown(const std::vector<RankStats>& ranks, Time step_time) {
-  std::int64_t sums[4] = {0, 0, 0, 0};  // at most ranks x step: 16,384 x 28 hours fits
+  const auto n = std::max<std::int64_t>(1, static_cast<std::int64_t>(ranks.size()));
+  constexpr std::size_t kParts = 5;
+  std::int64_t quot[kParts] = {};
+  std::int64_t rem[kParts] = {};  // each in [0, n)
   for (const RankStats& rs : ranks) {
     const Breakdown& b = rs.breakdown;
-    sums[0] += b.compute.count_ns();
-    sums[1] += b.exposed_comm.count_ns();
-    sums[2] += b.pipeline_bubble.count_ns();
-    sums[3] += b.peer_wait.count_ns();
+    const Time parts[kParts - 1] = {b.compute, b.exposed_comm, b.pipeline_bubble, b.peer_wait};
+    for (std::size_t i = 0; i + 1 < kParts; ++i) {
+      const std::int64_t v = parts[i].count_ns();  // >= 0
+      quot[i] += v / n;
+      rem[i] += v % n;
+      if (rem[i] >= n) {
+        ++quot[i];
+        rem[i] -= n;
+      }
+    }
   }
-  const auto n = std::max<std::int64_t>(1, static_cast<std::int64_t>(ranks.size()));
+  // Idle's exact mean is the step less the others': (step - sum quot) - (sum rem) / n.
+  std::int64_t rem_sum = 0;  // < 4n
+  std::int64_t quot_sum = 0;
+  for (std::size_t i = 0; i + 1 < kParts; ++i) {
+    rem_sum += rem[i];
+    quot_sum += quot[i];
+  }
+  const std::int64_t round_ups = (rem_sum + n - 1) / n;  // parts to round up
+  quot[kParts - 1] = step_time.count_ns() - quot_sum - round_ups;
+  rem[kParts - 1] = round_ups * n - rem_sum;
+  // The `round_ups` parts with the largest remainders go up a nanosecond (ties: earlier part).
+  std::size_t order[kParts] = {0, 1, 2, 3, 4};
+  std::stable_sort(std::begin(order), std::end(order),
+                   [&](std::size_t a, std::size_t b) { return rem[a] > rem[b]; });
+  for (std::int64_t k = 0; k < round_ups; ++k) {
+    ++quot[order[k]];
+  }
   Breakdown m;
-  m.compute = Time::ns(sums[0] / n);
-  m.exposed_comm = Time::ns(sums[1] / n);
-  m.pipeline_bubble = Time::ns(sums[2] / n);
-  m.peer_wait = Time::ns(sums[3] / n);
-  m.idle = step_time - m.compute - m.exposed_comm - m.pipeline_bubble - m.peer_wait;
+  m.compute = Time::ns(quot[0]);
+  m.exposed_comm = Time::ns(quot[1]);
+  m.pipeline_bubble = Time::ns(quot[2]);
+  m.peer_wait = Time::ns(quot[3]);
+  m.idle = Time::ns(quot[4]);
   return m;
 }
 

@@ -186,6 +186,27 @@ TEST(BadInputCatalogue, AbsurdSizes) {
        2,
        {"--max-memory: cannot read 'lots' as a byte count"}},
       {"--max-memory without a size", {"simulate", "--max-memory"}, 2, {"--max-memory"}},
+      // Products of sizes that each pass their own range, computed in 64 bits and refused.
+      {"parallel degrees whose product overflows an int",
+       {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel",
+        "tp=8,pp=1048576,dp=1048576"},
+       1,
+       {"tp x pp x dp x ep = 8.796e+12 GPUs; lagom models 1 to 16777216 GPUs"}},
+      {"pp x vpp beyond an int",
+       {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel",
+        "tp=8,pp=1048576,vpp=1048576"},
+       1,
+       {"tp=8,pp=1048576,vpp=1048576 uses 8388608 GPUs but the cluster has 8"}},
+      {"a default global batch beyond an int",
+       {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel", "fsdp=8",
+        "--mbs", "2147483647"},
+       1,
+       {"--mbs 2147483647 x data-parallel degree 8 x pp 1 = 17179869176 sequences per step"}},
+      {"mbs x seq beyond an int (was silently 0 FLOPs per head op)",
+       {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel", "tp=8", "--mbs",
+        "65536", "--seq", "65536"},
+       1,
+       {"does not fit in GPU memory", "activations 7318349.4"}},
   });
 }
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "lagom/common/error.hpp"
 #include "lagom/common/time.hpp"
 
@@ -35,6 +37,34 @@ TEST(FormatUs, IsExactToTheNanosecond) {
   EXPECT_EQ(format_us(1), "0.001");
   EXPECT_EQ(format_us(-1500), "-1.500");
   EXPECT_EQ(format_us(123456789012), "123456789.012");
+}
+
+TEST(FormatDuration, PicksTheLargestUnitThatKeepsItAboveOne) {
+  EXPECT_EQ(format_duration(0), "0");
+  EXPECT_EQ(format_duration(12), "12 ns");
+  EXPECT_EQ(format_duration(933.5e3), "933.5 us");
+  EXPECT_EQ(format_duration(307.4e6), "307.4 ms");
+  EXPECT_EQ(format_duration(13.66e9), "13.66 s");
+  EXPECT_EQ(format_duration(41.5 * 60e9), "41.5 min");
+  EXPECT_EQ(format_duration(6.2 * 3600e9), "6.2 h");
+  EXPECT_EQ(format_duration(217.4 * 86400e9), "217.4 days");
+  EXPECT_EQ(format_duration(-2.5e6), "-2.5 ms");
+}
+
+TEST(FormatDuration, RoundingNeverShowsAFullUnitInTheSmallerOne) {
+  EXPECT_EQ(format_duration(999.96), "1 us");
+  EXPECT_EQ(format_duration(999.96e3), "1 ms");
+  EXPECT_EQ(format_duration(999.96e6), "1 s");
+  EXPECT_EQ(format_duration(59.9996e9), "1.0 min");
+  EXPECT_EQ(format_duration(59.99 * 60e9), "1.0 h");
+  EXPECT_EQ(format_duration(23.99 * 3600e9), "1.0 days");
+  EXPECT_EQ(format_duration(999.94), "999.9 ns");  // stays when it rounds down
+}
+
+TEST(FormatDuration, NonFiniteValuesAreNamed) {
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(format_duration(-std::numeric_limits<double>::infinity()), "-inf");
 }
 
 TEST(Time, RoundsMicrosecondsToNearestNanosecond) {

@@ -504,7 +504,8 @@ TEST(GeneratorComm, ExpertParallelAllToAllsAndExpertGradients) {
   for (const char* par : {"ep=4", "ep=2,dp=2"}) {
     SCOPED_TRACE(par);
     const Parallelism p = parse_parallelism(par);
-    const GeneratedStep s = generate_step(m, p, config(2, 2 * p.dense_dp() * micro));
+    const GeneratedStep s =
+        generate_step(m, p, config(2, static_cast<int>(2 * p.dense_dp() * micro)));
     const Held h = held(m, p, 0);
     const double a2a = kMbs * m.seq_len * m.top_k * m.hidden * kBpe;
     for (int r = 0; r < p.world(); ++r) {
@@ -529,7 +530,8 @@ TEST(GeneratorComm, ShardedExpertsGatherAndReduceOverTheExpertDataParallelGroup)
   for (const char* par : {"ep=2,dp=2,zero=1", "ep=2,fsdp=2"}) {
     SCOPED_TRACE(par);
     const Parallelism p = parse_parallelism(par);
-    const GeneratedStep s = generate_step(m, p, config(2, 2 * p.dense_dp() * micro));
+    const GeneratedStep s =
+        generate_step(m, p, config(2, static_cast<int>(2 * p.dense_dp() * micro)));
     const Held h = held(m, p, 0);
     const double per_step = p.zero == 3 ? micro : 1;
     const double gathers = p.zero == 3 ? 2 * per_step : 1;
@@ -808,7 +810,7 @@ TEST_P(Table2, FitsGeneratesWithoutDeadlockAndSimulates) {
   // Without a pipeline every micro-batch repeats the same ops, so two of them exercise the
   // whole schedule (accumulation, then the last micro-batch's gradient reduction) and keep the
   // test fast; the paper's TP rows have 32 to 128.
-  const int gbs = std::min(row.gbs, 2 * row.mbs * p.dense_dp());
+  const int gbs = static_cast<int>(std::min<std::int64_t>(row.gbs, 2 * row.mbs * p.dense_dp()));
   const GeneratedStep s =
       generate_step(m, p, config(row.mbs, gbs, row.seq, row.recompute), gpu_bytes);
   EXPECT_EQ(s.workload.rank_count(), static_cast<std::uint32_t>(p.world()));
@@ -816,7 +818,7 @@ TEST_P(Table2, FitsGeneratesWithoutDeadlockAndSimulates) {
   EXPECT_GT(r.step_time.count_ns(), 0);
   // The step cannot beat its compute at the GPU's peak rate.
   const double peak = hw.profile.gpu.bf16_TFLOPS.value * 1e12;
-  EXPECT_GT(r.step_time.us() * 1e-6, s.figures.flops / p.world() / peak);
+  EXPECT_GT(r.step_time.us() * 1e-6, s.figures.flops / static_cast<double>(p.world()) / peak);
 }
 
 // "phi_2_fsdp_8_a40_nvlink": the row, as a test name.

@@ -54,11 +54,65 @@ TEST(Breakdown, EachPartOfAHandTimedStep) {
   expect_breakdown(st.ranks[0].breakdown, us(10), us(25), us(4), us(20), 0);
   expect_breakdown(st.ranks[1].breakdown, us(30), us(20), 0, 0, us(9));
   expect_breakdown(st.ranks[2].breakdown, us(4), us(5), us(50), 0, 0);
-  // The mean: each part rounded down to a nanosecond, idle the rest (3 us + 2 ns).
-  expect_breakdown(st.breakdown, 14666, 16666, us(18), 6666, us(3) + 2);
+  // The mean: exact means 14666.67, 16666.67, 18000, 6666.67 and 3000 ns; their fractions sum to
+  // 2 ns, which go to the two largest fractions (ties: the earlier part), not to idle.
+  expect_breakdown(st.breakdown, 14667, 16667, us(18), 6666, us(3));
   EXPECT_EQ(st.breakdown.total(), st.step_time);
-  EXPECT_EQ(st.work.compute_mean.count_ns(), 14666);
-  EXPECT_EQ(st.work.exposed_comm_mean.count_ns(), 16666);
+  EXPECT_EQ(st.work.compute_mean.count_ns(), 14667);
+  EXPECT_EQ(st.work.exposed_comm_mean.count_ns(), 16667);
+}
+
+TEST(Breakdown, ACollectiveWaitOutranksAPendingSendOnASideStream) {
+  // Rank 0: a send to rank 1 on stream "tx", launched at 0, whose receive is posted at 30; on
+  //         stream "main" an all-reduce with rank 2, launched at 0, whose peer arrives at 20.
+  //         [0, 20] both wait: the collective names the cause (peer wait), not the send. The
+  //         all-reduce runs [20, 30], the send [30, 35]: 15 exposed.
+  // Rank 1: c1 [0, 30], the receive [30, 35]. Rank 2: c2 [0, 20], the all-reduce [20, 30].
+  auto s = simulate(workload(R"([
+      {"rank": 0, "streams": [
+          {"stream": "tx", "ops": [{"id": "tx", "kind": "send", "peer": 1, "bytes": 1024,
+                                    "duration_us": 5}]},
+          {"stream": "main", "ops": [{"id": "ar0", "kind": "allreduce", "group": "g",
+                                      "bytes": 1024, "duration_us": 10}]}]},
+      {"rank": 1, "streams": [{"stream": "main", "ops": [
+          {"id": "c1", "kind": "compute", "duration_us": 30},
+          {"id": "rx", "kind": "recv", "peer": 0, "bytes": 1024, "duration_us": 5}]}]},
+      {"rank": 2, "streams": [{"stream": "main", "ops": [
+          {"id": "c2", "kind": "compute", "duration_us": 20},
+          {"id": "ar2", "kind": "allreduce", "group": "g", "bytes": 1024, "duration_us": 10}]}]}
+      ])",
+                             R"({"g": [0, 2]})"));
+  ASSERT_EQ(s.r.step_time.count_ns(), us(35));
+  const StepStats st = summarize(s.w, s.r);
+  expect_breakdown(st.ranks[0].breakdown, 0, us(15), 0, us(20), 0);
+  expect_breakdown(st.ranks[1].breakdown, us(30), us(5), 0, 0, 0);
+  // Rank 2 is outside any pipeline: done at 30, idle 5.
+  expect_breakdown(st.ranks[2].breakdown, us(20), us(10), 0, 0, us(5));
+}
+
+TEST(Breakdown, TheMeanCannotOverflowOnAVeryLongStep) {
+  // Three ranks of one compute op each, timed by hand at 4e18 ns (127 years): the parts' sums
+  // over ranks (1.2e19) exceed int64; the mean must not.
+  auto s = simulate(workload(R"([
+      {"rank": 0, "streams": [{"stream": "m", "ops": [{"id": "c0", "kind": "compute",
+                                                         "duration_us": 1}]}]},
+      {"rank": 1, "streams": [{"stream": "m", "ops": [{"id": "c1", "kind": "compute",
+                                                         "duration_us": 1}]}]},
+      {"rank": 2, "streams": [{"stream": "m", "ops": [{"id": "c2", "kind": "compute",
+                                                         "duration_us": 1}]}]}
+      ])",
+                             "{}"));
+  constexpr std::int64_t kLong = 4'000'000'000'000'000'000;
+  s.r.step_time = Time::ns(kLong);
+  for (traces::OpTimes& t : s.r.ops) {
+    t = {Time(), Time(), Time::ns(kLong - 1), Time::ns(kLong - 1)};
+  }
+  s.r.ops[2].end = Time::ns(kLong);
+  const StepStats st = summarize(s.w, s.r);
+  // Compute's exact mean is kLong - 2/3 and idle's 2/3 (two ranks idle 1 ns): the larger fraction,
+  // idle's, takes the nanosecond.
+  expect_breakdown(st.breakdown, kLong - 1, 0, 0, 0, 1);
+  EXPECT_EQ(st.breakdown.total(), st.step_time);
 }
 
 TEST(Breakdown, CommunicationUnderComputeIsHidden) {

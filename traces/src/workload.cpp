@@ -153,10 +153,8 @@ WorkloadBuilder::WorkloadBuilder(std::uint32_t rank_count) : rank_count_(rank_co
 
 GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks,
                                    std::vector<std::uint32_t> gpus) {
-  for (const Group& g : groups_) {
-    if (g.name == name) {
-      throw Error(fmt::format("group '{}' is defined twice", name));
-    }
+  if (group_names_.contains(name)) {
+    throw Error(fmt::format("group '{}' is defined twice", name));
   }
   if (ranks.empty()) {
     throw Error(fmt::format("group '{}' has no ranks", name));
@@ -185,6 +183,7 @@ GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks,
       throw Error(fmt::format("group '{}' lists a GPU twice in 'gpus'", name));
     }
   }
+  group_names_.insert(name);
   groups_.push_back(Group{std::move(name), std::move(ranks), std::move(gpus)});
   return static_cast<GroupId>(groups_.size() - 1);
 }

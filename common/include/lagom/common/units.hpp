@@ -20,7 +20,8 @@ std::string format_us(std::int64_t ns);
 
 // A duration for people: four significant digits in the largest unit that keeps it at least 1
 // ("13.66 s", "307.4 ms", "933.5 us", "12 ns"); minutes, hours and days past a minute
-// ("41.5 min", "6.2 h", "217.4 days").
+// ("41.5 min", "6.2 h", "217.4 days"). The unit is that of the rounded value (999.96 ns prints
+// "1 us", 3599.9 s "1.0 h"); "nan", "inf" and "-inf" print as such.
 std::string format_duration(double ns);
 
 // A count for people: rounded to an integer with thousands separators ("53,291"), or with three

@@ -38,8 +38,11 @@ struct Parallelism {
   int vpp = 1;      // virtual pipeline stages per GPU (interleaved 1F1B when > 1)
   int zero = 0;     // 0 DDP, 1 and 2 ZeRO, 3 FSDP
   bool sp = false;  // sequence parallelism with TP
-  int world() const { return tp * pp * dp * ep; }
-  int dense_dp() const { return dp * ep; }  // replicas of non-expert weights
+  // In 64 bits: degrees are up to 2^20 each, so their product can exceed an int (parse_parallelism
+  // and generate_step refuse a world above kMaxGpus).
+  std::int64_t world() const { return std::int64_t{tp} * pp * dp * ep; }
+  std::int64_t dense_dp() const { return std::int64_t{dp} * ep; }  // replicas of dense weights
+  static constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;  // 16,777,216
 };
 
 // "fsdp=16" | "tp=8,dp=2" | "ep=8" | "tp=8,pp=4,dp=4" | "tp=4,sp,pp=2,vpp=2,dp=2,zero=1";

@@ -24,11 +24,13 @@ struct StreamStats {
 // Where a rank's step time went, each instant counted once, in this order of precedence:
 //   compute:         a compute kernel or memory copy ran;
 //   exposed_comm:    communication made progress (all its peers had arrived) and no compute ran;
-//   pipeline_bubble: the rank waited on a point-to-point transfer (a send or receive launched
-//                    whose peer had not arrived), or, in a pipeline (a rank with sends or
-//                    receives), had finished its work before the step's last rank;
+//   pipeline_bubble: the rank waited on a receive whose sender had not arrived, or, in a
+//                    pipeline (a rank with sends or receives), had finished its work before the
+//                    step's last rank;
 //   peer_wait:       a collective launched and waited for the other members to arrive (arrival
 //                    skew);
+//   (pipeline_bubble, again: a send waited for its receiver, at an instant nothing above
+//                    claims; a send on its own stream rarely holds the rank back);
 //   idle:            none of these (dependency gaps, or done early without a pipeline).
 // The five sum to the step time exactly.
 struct Breakdown {
@@ -107,8 +109,8 @@ struct StepStats {
   std::vector<StreamStats> streams;  // by StreamId
   OverlapStats overlap;
   WorkFigures work;
-  // The mean over ranks of their breakdowns (each part rounded down to a nanosecond; idle takes
-  // the rest, so that the parts sum to step_time exactly).
+  // The mean over ranks of their breakdowns, each part its exact mean rounded to a whole
+  // nanosecond by largest remainder, so that the parts sum to step_time exactly.
   Breakdown breakdown;
 };
 

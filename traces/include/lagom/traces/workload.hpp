@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "lagom/nccl/comm_config.hpp"
@@ -222,6 +223,7 @@ class WorkloadBuilder {
  private:
   std::uint32_t rank_count_;
   std::vector<Group> groups_;
+  std::unordered_set<std::string> group_names_;  // groups_' names: a duplicate check in O(1)
   std::vector<Rank> stream_rank_;
   std::vector<std::string> stream_name_;
   std::vector<OpKind> kind_;
