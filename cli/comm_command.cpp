@@ -104,7 +104,7 @@ int comm_command(const std::vector<std::string>& args) {
     throw Error(fmt::format("-b ({}) is larger than -e ({})", min_text, max_text));
   }
   if (factor < 2 && min_bytes != max_bytes) {
-    throw Error(fmt::format("-f must be at least 2, got {}", factor));
+    throw Error(fmt::format("-f {} sweeps nothing: a factor below 2 needs -b equal to -e", factor));
   }
   nccl::ConfigOverride pin;
   if (!algo_text.empty()) {

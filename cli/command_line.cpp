@@ -21,7 +21,14 @@ bool parse_command_line(const std::vector<std::string>& args, const po::options_
   po::store(parser.run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << desc << "\n";
+    std::cout << desc << "\n"
+              << "Every command also takes:\n"
+                 "  --strict              warnings become errors\n"
+                 "  --max-memory SIZE     the memory lagom may use (e.g. 64G, 1.5G; default: what "
+                 "the\n"
+                 "                        machine has available); requests estimated to need "
+                 "more are\n"
+                 "                        refused before allocating\n";
     return false;
   }
   return true;

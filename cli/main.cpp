@@ -68,7 +68,8 @@ void print_help() {
       "130 interrupted (SIGINT/SIGTERM).\n\n"
       "Every command also takes:\n"
       "  --strict          warnings become errors\n"
-      "  --max-memory SIZE the memory lagom may use (e.g. 64G; default: what the machine has\n"
+      "  --max-memory SIZE the memory lagom may use (e.g. 64G, 1.5G; default: what the machine "
+      "has\n"
       "                    available). Requests estimated to need more are refused up front.\n");
 }
 
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   // and --max-memory SIZE (the memory the process may use; common/memory.hpp).
   std::vector<std::string> rest;
   bool strict = false;
+  bool max_memory_given = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--strict") {
       strict = true;
@@ -109,6 +111,10 @@ int main(int argc, char** argv) {
         value = args[++i];
       }
       try {
+        if (max_memory_given) {
+          throw lagom::Error("--max-memory is given twice");
+        }
+        max_memory_given = true;
         const std::int64_t bytes = lagom::parse_bytes(value, "--max-memory");
         if (bytes < 1) {
           throw lagom::Error("--max-memory: must be at least 1 byte");

@@ -17,6 +17,7 @@
 #include "hardware_options.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/models/kernels.hpp"
 #include "lagom/sim/simulation.hpp"
@@ -44,16 +45,7 @@ std::vector<std::int64_t> parse_list(const std::string& text, const char* what, 
       }
       out.push_back(b);
     } else {
-      try {
-        std::size_t used = 0;
-        const long v = std::stol(item, &used);
-        if (used != item.size() || v < 1) {
-          throw std::invalid_argument(item);
-        }
-        out.push_back(v);
-      } catch (const std::exception&) {
-        throw Error(fmt::format("{}: '{}' is not a positive whole number", what, item));
-      }
+      out.push_back(parse_integer(item, what, 1, kMaxCommandChannels, "channels"));
     }
   }
   if (out.empty()) {

@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/common/units.hpp"
 #include "step_search.hpp"
 
@@ -58,18 +59,15 @@ std::vector<double> parse_factors(const std::string& list) {
   std::vector<double> out;
   std::stringstream in(list);
   for (std::string f; std::getline(in, f, ',');) {
-    std::size_t used = 0;
-    double v = 0;
     try {
-      v = std::stod(f, &used);
-    } catch (const std::exception&) {
-      used = 0;
+      const double v = parse_real(f, "--factors", 1e-6, 1e6, "a factor other than 1");
+      if (v == 1.0) {
+        throw Error(fmt::format("--factors: 1 is the baseline itself, got '{}'", f));
+      }
+      out.push_back(v);
+    } catch (const Error& e) {
+      throw po::error(e.what());
     }
-    if (used != f.size() || !(v > 0) || !std::isfinite(v) || v == 1.0) {
-      throw po::error(fmt::format(
-          "--factors takes positive numbers other than 1, comma-separated, got '{}'", f));
-    }
-    out.push_back(v);
   }
   if (out.empty()) {
     throw po::error("--factors lists no factor");

@@ -16,6 +16,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
 #include "lagom/common/hash.hpp"
+#include "lagom/common/numbers.hpp"
 #include "lagom/common/text.hpp"
 #include "lagom/common/units.hpp"
 #include "lagom/models/model_spec.hpp"
@@ -73,16 +74,16 @@ std::vector<bool> rank_set(const std::string& spec, std::uint32_t ranks) {
 // "START_US:END_US" -> nanoseconds; lagom::Error unless 0 <= start < end.
 std::pair<std::int64_t, std::int64_t> time_window(const std::string& spec) {
   const auto colon = spec.find(':');
-  char* end = nullptr;
-  const std::string a = spec.substr(0, colon);
-  const std::string b = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  const double begin_us = std::strtod(a.c_str(), &end);
-  const bool a_ok = !a.empty() && *end == '\0';
-  const double end_us = std::strtod(b.c_str(), &end);
-  const bool b_ok = !b.empty() && *end == '\0';
-  if (!a_ok || !b_ok || !(begin_us >= 0) || !(end_us > begin_us) || end_us > 1e15) {
+  if (colon == std::string::npos) {
     throw Error(fmt::format(
         "--trace-window '{}': expected START_US:END_US with 0 <= START < END, e.g. 0:50000", spec));
+  }
+  const std::string what = fmt::format("--trace-window '{}'", spec);
+  const double begin_us = parse_real(spec.substr(0, colon), what, 0, 1e15, "us");
+  const double end_us = parse_real(spec.substr(colon + 1), what, 0, 1e15, "us");
+  if (!(end_us > begin_us)) {
+    throw Error(fmt::format("{}: the end ({} us) must come after the start ({} us)", what, end_us,
+                            begin_us));
   }
   return {static_cast<std::int64_t>(begin_us * 1e3), static_cast<std::int64_t>(end_us * 1e3)};
 }
@@ -220,6 +221,14 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   if (vm.count("no-op-times") && !vm.count("json")) {
     throw po::error("--no-op-times only applies with --json");
   }
+  // The trace's filters are checked before anything is loaded or simulated.
+  if (trace_path.empty() && (!trace_ranks.empty() || !trace_window.empty())) {
+    throw po::error("--trace-ranks and --trace-window filter --trace: give --trace FILE too");
+  }
+  std::optional<std::pair<std::int64_t, std::int64_t>> window;
+  if (!trace_window.empty()) {
+    window = time_window(trace_window);
+  }
   StepInput step = load_step_input(input, hw, mo, vm, /*need_cluster=*/false);
   const std::optional<Hardware>& hardware = step.hardware;
   const LoadedWorkload& in = step.in;
@@ -281,9 +290,6 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
                            plan.rules.size(), overrides->matched_ops());
   }
 
-  if (trace_path.empty() && (!trace_ranks.empty() || !trace_window.empty())) {
-    throw po::error("--trace-ranks and --trace-window filter --trace: give --trace FILE too");
-  }
   if (!csv_path.empty()) {
     write_file_with(
         csv_path, [&](std::ostream& out) { write_ops_csv(w, result, out); }, "CSV file");
@@ -297,9 +303,8 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
     if (!trace_ranks.empty()) {
       trace_options.ranks = rank_set(trace_ranks, w.rank_count());
     }
-    if (!trace_window.empty()) {
-      std::tie(trace_options.window_begin_ns, trace_options.window_end_ns) =
-          time_window(trace_window);
+    if (window) {
+      std::tie(trace_options.window_begin_ns, trace_options.window_end_ns) = *window;
     }
     trace_options.extra_args = [&result](traces::OpId op) {
       const traces::OpTimes& t = result.ops[op];

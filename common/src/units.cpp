@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -23,16 +24,33 @@ std::int64_t parse_bytes(std::string_view text, std::string_view what) {
   if (text.empty()) {
     return fail("empty");
   }
+  // The number: an integer, or a decimal ("1.5G") whose product with the unit is whole bytes.
   std::int64_t value = 0;
+  std::int64_t numerator = 0;  // the digits after a decimal point, over `denominator`
+  std::int64_t denominator = 1;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr == text.data()) {
-    return fail("not a number");
+    return fail(ec == std::errc::result_out_of_range ? "too large" : "not a number");
   }
-  if (value < 0) {
+  if (value < 0 || (ptr != text.data() && text.front() == '-')) {
     return fail("negative");
   }
+  const char* end = text.data() + text.size();
+  if (ptr != end && *ptr == '.') {
+    const char* digits = ++ptr;
+    for (; ptr != end && std::isdigit(static_cast<unsigned char>(*ptr)); ++ptr) {
+      if (ptr - digits >= 9) {
+        return fail("more than 9 digits after the decimal point");
+      }
+      numerator = numerator * 10 + (*ptr - '0');
+      denominator *= 10;
+    }
+    if (ptr == digits) {
+      return fail("no digits after the decimal point");
+    }
+  }
   std::string suffix;
-  for (const char* p = ptr; p != text.data() + text.size(); ++p) {
+  for (const char* p = ptr; p != end; ++p) {
     suffix.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(*p))));
   }
   int shift = 0;
@@ -49,10 +67,23 @@ std::int64_t parse_bytes(std::string_view text, std::string_view what) {
   } else {
     return fail("unknown suffix");
   }
-  if (value > (std::numeric_limits<std::int64_t>::max() >> shift)) {
+  if (value >= (std::numeric_limits<std::int64_t>::max() >> shift)) {
     return fail("too large");
   }
-  return value << shift;
+  // The fraction's bytes, numerator x unit / denominator, exactly: with g = gcd(unit,
+  // denominator) it is whole only when denominator / g divides the numerator, and it is then
+  // below the unit (no overflow). A fraction that does not come to whole bytes (0.3K = 307.2) is
+  // refused rather than rounded.
+  std::int64_t part = 0;
+  if (numerator > 0) {
+    const std::int64_t unit = std::int64_t{1} << shift;
+    const std::int64_t g = std::gcd(unit, denominator);
+    if (numerator % (denominator / g) != 0) {
+      return fail("not a whole number of bytes");
+    }
+    part = numerator / (denominator / g) * (unit / g);
+  }
+  return (value << shift) + part;
 }
 
 std::string format_bytes(std::int64_t bytes) {

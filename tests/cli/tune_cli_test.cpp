@@ -507,7 +507,7 @@ TEST(SensitivityCli, JsonListsEveryPriorWithItsScaledOutcomes) {
 
 TEST(SensitivityCli, RefusesBadFactorsAndMethods) {
   for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--factors", "1"}, "--factors takes positive numbers other than 1"},
+           {{"--factors", "1"}, "--factors: 1 is the baseline itself"},
            {{"--factors", "0.5,x"}, "got 'x'"},
            {{"--methods", "nccl"}, "--methods must name a method other than nccl"},
            {{"--methods", "magic"}, "unknown method 'magic'"},

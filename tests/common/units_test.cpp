@@ -20,8 +20,17 @@ TEST(ParseBytes, AcceptsNcclTestsSuffixes) {
   EXPECT_EQ(parse_bytes("512b", "size"), 512);
 }
 
+TEST(ParseBytes, TakesDecimalsThatComeToWholeBytes) {
+  EXPECT_EQ(parse_bytes("1.5G", "size"), 3LL << 29);
+  EXPECT_EQ(parse_bytes("0.25M", "size"), 1 << 18);
+  EXPECT_EQ(parse_bytes("0.5K", "size"), 512);
+  EXPECT_EQ(parse_bytes("2.0", "size"), 2);
+  EXPECT_EQ(parse_bytes("1.953125K", "size"), 2000);  // 1024 + 61/64 x 1024
+}
+
 TEST(ParseBytes, RejectsGarbageWithTheName) {
-  for (const char* bad : {"", "x", "-1", "12Q", "9999999999T"}) {
+  for (const char* bad : {"", "x", "-1", "12Q", "9999999999T", "0.3K", "1.5", "1.G", "-0.5G",
+                          "1.1234567891G", "8388608T", "1.999999999T"}) {
     try {
       parse_bytes(bad, "--bytes");
       FAIL() << bad;

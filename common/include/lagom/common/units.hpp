@@ -7,8 +7,9 @@
 
 namespace lagom {
 
-// Parses a byte count as nccl-tests and users write it: "8", "32K", "1M", "16G", "2MiB", "512B".
-// K/M/G/T are powers of 1024 (as in nccl-tests' -b/-e). Throws lagom::Error naming `what`.
+// Parses a byte count as nccl-tests and users write it: "8", "32K", "1M", "16G", "2MiB", "512B",
+// "1.5G". K/M/G/T are powers of 1024 (as in nccl-tests' -b/-e); a decimal must come to whole
+// bytes ("0.5K" is 512, "0.3K" an error). Throws lagom::Error naming `what`.
 std::int64_t parse_bytes(std::string_view text, std::string_view what);
 
 // "32 MiB", "1.5 GiB", "512 B": for human summaries only (JSON carries raw integers).
