@@ -13,6 +13,7 @@
 #include "lagom/common/numbers.hpp"
 #include "lagom/nccl/env.hpp"
 #include "lagom/nccl/tuning.hpp"
+#include "memory_budget.hpp"
 
 namespace lagom::cli {
 
@@ -162,11 +163,14 @@ Hardware load_hardware(const HardwareOptions& opts) {
   if (!opts.set.empty() || !opts.scale.empty()) {
     docs = overridden(opts);
   }
-  topologies::Cluster cluster =
-      docs ? topologies::Cluster(topologies::cluster_spec_of(
+  topologies::ClusterSpec cluster_spec =
+      docs ? topologies::cluster_spec_of(
                  {docs->cluster_json.dump(1), docs->cluster.origin + " (with what-if overrides)"},
-                 nodes))
-           : topologies::load_cluster(opts.cluster, nodes);
+                 nodes)
+           : topologies::load_cluster_spec(opts.cluster, nodes);
+  check_cluster(opts.cluster, static_cast<double>(cluster_spec.gpus_per_node) * cluster_spec.nodes,
+                static_cast<double>(cluster_spec.nics_per_node()) * cluster_spec.nodes);
+  topologies::Cluster cluster(std::move(cluster_spec));
   if (!opts.nccl_env.empty()) {
     topologies::ClusterSpec spec = cluster.spec();
     for (const std::string& kv : opts.nccl_env) {

@@ -42,6 +42,14 @@ void check_generated_step(const models::StepSize& size, std::string_view what) {
                remedy);
 }
 
+void check_cluster(std::string_view name, double gpus, double nics) {
+  check_memory(gpus * kClusterBytesPerGpu + nics * kClusterBytesPerNic,
+               fmt::format("cluster '{}' ({:.0f} GPUs, {:.0f} NICs)", name, gpus, nics),
+               fmt::format("{:.0f} B per GPU and {:.0f} B per NIC to model", kClusterBytesPerGpu,
+                           kClusterBytesPerNic),
+               "use fewer nodes (--nodes)");
+}
+
 void check_workload_file(const std::string& path) {
   const double bytes = file_bytes(path);
   check_memory(bytes * kWorkloadJsonBytesPerByte,

@@ -26,9 +26,17 @@ inline constexpr double kWorkloadJsonBytesPerByte = 11;
 // 1.2; one file is decoded at a time).
 inline constexpr double kChakraBytesPerByte = 2;
 
+// A cluster's model: links, routes and NCCL's view, per GPU and per NIC (measured 1.0-1.35 KiB
+// per GPU on 65,536-GPU presets, NICs included).
+inline constexpr double kClusterBytesPerGpu = 2048;
+inline constexpr double kClusterBytesPerNic = 1024;
+
 // A generated step of `size` (models::count_step_ops): refused when it holds more ops than a
 // workload can (2^32 - 3) or would not fit in memory.
 void check_generated_step(const models::StepSize& size, std::string_view what);
+
+// Building a cluster of `gpus` GPUs and `nics` NICs (`name`: its preset or file).
+void check_cluster(std::string_view name, double gpus, double nics);
 
 // Reading these files, before reading them (sizes from the file system; missing files are left
 // to the reader's own error).
