@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <limits>
 
@@ -48,7 +49,31 @@ void add_hardware_options(po::options_description& desc, HardwareOptions& opts) 
       "both have the path; docs/whatif.md)")(
       "scale", po::value(&opts.scale)->composing(),
       "PATH=FACTOR: what-if, multiply a numeric cluster or profile field, e.g. "
-      "gpu.hbm_GBps=1.5 (repeatable, applied after every --set)");
+      "gpu.hbm_GBps=1.5 (repeatable, applied after every --set)")(
+      "slow-gpu", po::value(&opts.slow_gpu)->composing(),
+      "GPU=FACTOR: what-if, that GPU's compute kernels take FACTOR (>= 1) times as long, e.g. "
+      "17=1.3; GPU is the cluster's number, node x GPUs per node + local (repeatable; not with "
+      "--fold)")(
+      "slow-link", po::value(&opts.slow_link)->composing(),
+      "A-B=FACTOR: what-if, the link between parts A and B carries 1/FACTOR of its bandwidth, "
+      "e.g. node1/nic0-leaf0=4 (names as `lagom cluster` and contention warnings print them; "
+      "A,B when a name holds '-'; repeatable; not with --fold)")(
+      "down-node", po::value(&opts.down_node)->composing(),
+      "N: what-if, node N is down: a generated step (--model) drops the data-parallel replicas "
+      "that use it and runs on the rest (repeatable)");
+}
+
+std::vector<int> down_nodes(const HardwareOptions& opts, int nodes) {
+  std::vector<int> out;
+  for (const std::string& text : opts.down_node) {
+    out.push_back(static_cast<int>(parse_integer(text, "--down-node", 0, nodes - 1, "node")));
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    throw Error(
+        fmt::format("--down-node {}: given twice", *std::adjacent_find(out.begin(), out.end())));
+  }
+  return out;
 }
 
 namespace {
@@ -170,6 +195,31 @@ Hardware load_hardware(const HardwareOptions& opts) {
            : topologies::load_cluster_spec(opts.cluster, nodes);
   check_cluster(opts.cluster, static_cast<double>(cluster_spec.gpus_per_node) * cluster_spec.nodes,
                 static_cast<double>(cluster_spec.nics_per_node()) * cluster_spec.nodes);
+  // What-ifs on single parts: checked against the graph when it is built (topologies::Cluster).
+  for (const std::string& text : opts.slow_gpu) {
+    const auto eq = text.rfind('=');
+    if (eq == std::string::npos) {
+      throw Error(fmt::format("--slow-gpu '{}': expected GPU=FACTOR, e.g. 17=1.3", text));
+    }
+    const std::string what = fmt::format("--slow-gpu '{}'", text);
+    cluster_spec.slow_gpus.push_back(
+        {static_cast<int>(
+             parse_integer(text.substr(0, eq), what, 0, cluster_spec.gpu_count() - 1, "GPU")),
+         parse_real(text.substr(eq + 1), what, 1, 1e6, "times as long")});
+  }
+  for (const std::string& text : opts.slow_link) {
+    const auto eq = text.rfind('=');
+    const std::string ends = text.substr(0, eq);
+    const auto sep = ends.find(',') != std::string::npos ? ends.find(',') : ends.find('-');
+    if (eq == std::string::npos || sep == std::string::npos || sep == 0 || sep + 1 == ends.size()) {
+      throw Error(fmt::format(
+          "--slow-link '{}': expected A-B=FACTOR (or A,B=FACTOR), e.g. node1/nic0-leaf0=4", text));
+    }
+    cluster_spec.slow_links.push_back(
+        {ends.substr(0, sep), ends.substr(sep + 1),
+         parse_real(text.substr(eq + 1), fmt::format("--slow-link '{}'", text), 1, 1e6,
+                    "times less bandwidth")});
+  }
   topologies::Cluster cluster(std::move(cluster_spec));
   if (!opts.nccl_env.empty()) {
     topologies::ClusterSpec spec = cluster.spec();
@@ -203,8 +253,16 @@ Hardware load_hardware(const HardwareOptions& opts) {
                             profile.origin, profile.gpu_type, cluster.name(),
                             cluster.spec().gpu_type));
   }
-  return Hardware{std::move(cluster), std::move(profile),
-                  docs ? std::move(docs->applied) : std::vector<std::string>{}};
+  std::vector<std::string> applied = docs ? std::move(docs->applied) : std::vector<std::string>{};
+  for (const auto& [flag, values] :
+       {std::pair<const char*, const std::vector<std::string>*>{"--slow-gpu", &opts.slow_gpu},
+        {"--slow-link", &opts.slow_link},
+        {"--down-node", &opts.down_node}}) {
+    for (const std::string& v : *values) {
+      applied.push_back(fmt::format("{} {}", flag, v));
+    }
+  }
+  return Hardware{std::move(cluster), std::move(profile), std::move(applied)};
 }
 
 }  // namespace lagom::cli

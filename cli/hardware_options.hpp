@@ -31,7 +31,16 @@ struct HardwareOptions {
   // PATH=FACTOR; every --set first, then every --scale, each in the order given.
   std::vector<std::string> set;
   std::vector<std::string> scale;
+  // Straggler and failure what-ifs (docs/whatif.md, "Stragglers"): GPU=FACTOR, A-B=FACTOR, and
+  // node numbers (a generated step drops the data-parallel replicas that use a down node).
+  std::vector<std::string> slow_gpu;
+  std::vector<std::string> slow_link;
+  std::vector<std::string> down_node;
+  bool degraded() const { return !slow_gpu.empty() || !slow_link.empty(); }
 };
+
+// --down-node's node numbers, each checked against `nodes` (sorted, without repeats).
+std::vector<int> down_nodes(const HardwareOptions& opts, int nodes);
 
 void add_hardware_options(boost::program_options::options_description& desc, HardwareOptions& opts);
 

@@ -2,6 +2,7 @@
 #include "model_input.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 
@@ -128,14 +129,27 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
 }  // namespace
 
 models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node) {
-  const Prepared p = prepare(opts, gpus, gpus_per_node);
+  Prepared p = prepare(opts, gpus, gpus_per_node);
+  const models::Parallelism whole = p.par;
+  const int whole_gbs = p.cfg.gbs;
+  const std::vector<int> dropped =
+      models::place_around_down_nodes(p.par, p.cfg, opts.down_nodes, gpus_per_node);
   // The generator's rules (in counting), then GPU memory (the planner's question), then whether
   // this machine can hold the step.
   const models::StepSize size = models::count_step_ops(p.model, p.par, p.cfg);
   models::check_gpu_memory(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
   check_generated_step(
       size, fmt::format("{} with {}, gbs {}", p.model.name, models::to_string(p.par), p.cfg.gbs));
-  return models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
+  models::GeneratedStep step = models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
+  if (!dropped.empty()) {
+    step.description += fmt::format(
+        "; node{} {} down: {} of the {} data-parallel replicas of {} dropped (replica{} {}, {} "
+        "GPUs idle), gbs {} -> {}",
+        opts.down_nodes.size() == 1 ? "" : "s", fmt::join(opts.down_nodes, ", "), dropped.size(),
+        whole.dp, models::to_string(whole), dropped.size() == 1 ? "" : "s",
+        fmt::join(dropped, ", "), whole.world() - p.par.world(), whole_gbs, p.cfg.gbs);
+  }
+  return step;
 }
 
 models::MemoryEstimate memory_from_options(const ModelOptions& opts) {

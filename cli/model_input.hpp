@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 #include <string>
+#include <vector>
 
 #include "lagom/models/generator.hpp"
 
@@ -20,12 +21,15 @@ struct ModelOptions {
   bool recompute = false;
   bool fold = false;
   double gpu_memory_bytes = 0;  // > 0: refuse steps that do not fit
+  std::vector<int> down_nodes;  // --down-node: replicas using these nodes are dropped
 };
 
 void add_model_options(boost::program_options::options_description& desc, ModelOptions& opts);
 
 // Loads the model and generates the step. `gpus` > 0: the step must use exactly that many GPUs
 // (the cluster's); lagom::Error otherwise, saying which --nodes would fit.
+// With down_nodes, the replicas that use them are dropped (models::place_around_down_nodes) and
+// the description says which.
 models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, int gpus_per_node);
 
 // The per-GPU memory estimate of the step the options describe, without generating it.

@@ -1,13 +1,35 @@
 // Loading the step and the hardware of a modelling command (see step_input.hpp).
 #include "step_input.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/program_options/errors.hpp>
 
 #include "lagom/common/hash.hpp"
+#include "warnings.hpp"
 
 namespace lagom::cli {
 
 namespace po = boost::program_options;
+
+namespace {
+
+// A measured op keeps its duration under --slow-link (the contention model runs it at its stated
+// speed, docs/models.md §6); only compute ops take --slow-gpu's factor.
+void warn_measured_ops(const traces::Workload& w, const HardwareOptions& hw) {
+  std::size_t measured_comm = 0;
+  for (traces::OpId op = 0; op < w.op_count(); ++op) {
+    measured_comm += traces::is_comm(w.kind(op)) && w.duration_ns(op) != traces::kNoDuration;
+  }
+  if (!hw.slow_link.empty() && measured_comm > 0) {
+    warn(fmt::format(
+        "--slow-link: {} of the workload's communication ops carry a measured duration_us, which "
+        "a slower link does not change (the models time only ops without one)",
+        measured_comm));
+  }
+}
+
+}  // namespace
 
 StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
                           const po::variables_map& vm, bool need_cluster) {
@@ -24,11 +46,25 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
   if (hw.cluster.empty() && (hw.nodes.given() || !hw.profile.empty())) {
     throw po::error("--nodes and --profile need --cluster");
   }
+  if (hw.cluster.empty() && (hw.degraded() || !hw.down_node.empty())) {
+    throw po::error("--slow-gpu, --slow-link and --down-node need --cluster");
+  }
+  if (!hw.down_node.empty() && !from_model) {
+    throw po::error(
+        "--down-node drops the data-parallel replicas that use the node: it needs a generated "
+        "step (--model); a workload file's ranks are fixed");
+  }
+  if (hw.degraded() && mo.fold) {
+    throw po::error(
+        "--slow-gpu and --slow-link make replicas differ, which --fold assumes they do not: "
+        "leave out --fold (--down-node keeps the remaining replicas alike and folds)");
+  }
   StepInput s;
   if (!hw.cluster.empty()) {
     s.hardware = load_hardware(hw);
   }
   if (from_model) {
+    mo.down_nodes = down_nodes(hw, s.hardware->cluster.nodes());
     mo.gpu_memory_bytes = s.hardware->profile.gpu.memory_GB.value * 1e9;
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
@@ -41,6 +77,9 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
                           "fnv1a64:" + hex64(fnv1a64(s.generated))};
   } else {
     s.in = load_workload_input(input, vm);
+  }
+  if (!hw.slow_link.empty() || !hw.slow_gpu.empty()) {
+    warn_measured_ops(s.in.workload, hw);
   }
   return s;
 }

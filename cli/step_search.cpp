@@ -193,7 +193,8 @@ search::Method method_of(const std::string& name) {
 
 SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
                          const TuneOptions& t, const po::variables_map& vm) {
-  mo.fold = !t.no_fold && model_requested(mo, vm);  // only a generated step folds
+  // Only a generated step folds, and not one whose replicas differ (--slow-gpu, --slow-link).
+  mo.fold = !t.no_fold && model_requested(mo, vm) && !hw.degraded();
   SearchSetup s;
   s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));
   const Hardware& h = *s.step->hardware;

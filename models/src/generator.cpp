@@ -2,6 +2,7 @@
 #include "lagom/models/generator.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -64,7 +65,7 @@ class Generator {
       : m_(m),
         p_(p),
         c_(c),
-        layout_(p, c.fold_dp),
+        layout_(p, c.fold_dp, &c_.placement),
         b_(static_cast<std::uint32_t>(layout_.rank_count())) {
     seq_ = c.seq > 0 ? c.seq : m.seq_len;
     bpe_ = c.bytes_per_element;
@@ -866,6 +867,56 @@ GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const Trai
   out.description = fmt::format("{}, {}, mbs {}, gbs {}, seq {}, {}{}", m.name, to_string(p), c.mbs,
                                 c.gbs, seq, c.bytes_per_element == 4 ? "fp32" : "bf16",
                                 c.recompute ? ", full recompute" : "");
+  return out;
+}
+
+std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
+                                         const std::vector<int>& down, int gpus_per_node) {
+  if (down.empty()) {
+    return {};
+  }
+  check_world(par, to_string(par));
+  // Layout position = tp + TP (ep + EP (dp + DP pp)): a GPU's replica is its dp coordinate.
+  const std::int64_t world = par.world();
+  const std::int64_t per_replica_row = std::int64_t{par.tp} * par.ep;
+  std::vector<char> dropped(static_cast<std::size_t>(par.dp), 0);
+  for (int node : down) {
+    for (int local = 0; local < gpus_per_node; ++local) {
+      const std::int64_t gpu = std::int64_t{node} * gpus_per_node + local;
+      if (gpu >= 0 && gpu < world) {
+        dropped[static_cast<std::size_t>((gpu / per_replica_row) % par.dp)] = 1;
+      }
+    }
+  }
+  std::vector<int> out;
+  std::vector<int> kept;
+  for (int r = 0; r < par.dp; ++r) {
+    (dropped[static_cast<std::size_t>(r)] ? out : kept).push_back(r);
+  }
+  if (kept.empty()) {
+    throw Error(fmt::format(
+        "{}: with node{} {} down no data-parallel replica is left (each of the {} uses one)",
+        to_string(par), down.size() == 1 ? "" : "s", fmt::join(down, ", "), par.dp));
+  }
+  if (cfg.gbs % par.dp != 0) {
+    throw Error(
+        fmt::format("--gbs {} is not a multiple of the data-parallel degree {}", cfg.gbs, par.dp));
+  }
+  const auto n_kept = static_cast<std::int64_t>(kept.size());
+  std::vector<std::uint32_t> placement(static_cast<std::size_t>(world / par.dp * n_kept));
+  for (std::int64_t pp = 0; pp < par.pp; ++pp) {
+    for (std::int64_t r = 0; r < n_kept; ++r) {
+      for (std::int64_t row = 0; row < per_replica_row; ++row) {
+        const std::int64_t now = row + per_replica_row * (r + n_kept * pp);
+        const std::int64_t was =
+            row + per_replica_row * (kept[static_cast<std::size_t>(r)] + std::int64_t{par.dp} * pp);
+        placement[static_cast<std::size_t>(now)] = static_cast<std::uint32_t>(was);
+      }
+    }
+  }
+  cfg.gbs = static_cast<int>(cfg.gbs / par.dp * n_kept);
+  par.dp = static_cast<int>(n_kept);
+  cfg.placement = std::move(placement);
   return out;
 }
 

@@ -18,7 +18,9 @@ Coord RankLayout::coord(int r) const {
 }
 
 int RankLayout::gpu_of(const Coord& c) const {
-  return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp));
+  const int position = c.tp + p_.tp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp));
+  return placement_ ? static_cast<int>((*placement_)[static_cast<std::size_t>(position)])
+                    : position;
 }
 
 int RankLayout::rank_of(const Coord& c) const {
@@ -51,7 +53,7 @@ void build_groups(const RankLayout& layout, traces::WorkloadBuilder& b, std::vec
         members.push_back(static_cast<Rank>(layout.rank_of(c)));
       }
     }
-    if (!folded) {
+    if (!folded && !layout.placed()) {
       gpus.clear();  // the ranks are the GPUs
     }
     const GroupId g = b.add_group(fmt::format("{}{}", prefix, next++), members, gpus);
@@ -91,6 +93,16 @@ Communicators make_communicators(const RankLayout& layout, const Parallelism& p,
         return k;
       },
       static_cast<int>(p.dense_dp()));  // <= 2^24 (generate_step checks)
+  // Placed around down nodes: a rank in no communicator still needs its GPU named.
+  if (layout.placed() && layout.fold() == 1) {
+    for (std::size_t r = 0; r < nranks; ++r) {
+      if (c.tp[r] == traces::kNoGroup && c.dp[r] == traces::kNoGroup &&
+          c.ep[r] == traces::kNoGroup && c.edp[r] == traces::kNoGroup) {
+        b.add_group(fmt::format("place{}", r), {static_cast<Rank>(r)},
+                    {static_cast<std::uint32_t>(layout.gpu_of(layout.coord(static_cast<int>(r))))});
+      }
+    }
+  }
   // Folded pipelines send between stages on two-rank communicators that carry the GPUs.
   if (layout.fold() > 1 && p.pp > 1) {
     c.pp_pair.assign(nranks, {traces::kNoGroup, traces::kNoGroup});

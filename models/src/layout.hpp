@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "lagom/models/generator.hpp"
@@ -20,7 +21,14 @@ struct Coord {
 // all its replicas; `gpu_of` still names every cluster GPU.
 class RankLayout {
  public:
-  RankLayout(const Parallelism& p, bool fold_dp) : p_(p), fold_(fold_dp ? p.dp : 1) {}
+  // `placement` (TrainingConfig::placement): the cluster GPU of each layout position; empty:
+  // position i is GPU i. Must outlive the layout.
+  RankLayout(const Parallelism& p, bool fold_dp,
+             const std::vector<std::uint32_t>* placement = nullptr)
+      : p_(p),
+        fold_(fold_dp ? p.dp : 1),
+        placement_(placement != nullptr && !placement->empty() ? placement : nullptr) {}
+  bool placed() const { return placement_ != nullptr; }
   int fold() const { return fold_; }  // data-parallel replicas each workload rank stands for
   // An int: generate_step refuses a world above Parallelism::kMaxGpus (2^24).
   int rank_count() const { return static_cast<int>(p_.world() / fold_); }
@@ -31,6 +39,7 @@ class RankLayout {
  private:
   Parallelism p_;
   int fold_ = 1;
+  const std::vector<std::uint32_t>* placement_ = nullptr;
 };
 
 // Per workload rank, its communicator along each axis (kNoGroup where the degree is 1).

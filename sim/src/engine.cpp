@@ -164,7 +164,9 @@ class Engine::Impl {
   }
 
   Time standalone_time(OpId op) const {
-    if (w_.duration_ns(op) != traces::kNoDuration) {
+    // A measured compute op still goes to the models, which know whether its GPU is slow.
+    if (w_.duration_ns(op) != traces::kNoDuration &&
+        (opt_.cost == nullptr || w_.kind(op) != traces::OpKind::kCompute)) {
       return Time::ns(w_.duration_ns(op));
     }
     return opt_.cost->standalone_time(w_, g_, op);

@@ -153,14 +153,25 @@ CollectiveEstimate ModelCost::estimate(traces::OpId op, const nccl::CommConfig& 
 
 double ModelCost::alone_us(traces::OpId op) const {
   if (w_.duration_ns(op) != traces::kNoDuration) {
-    return static_cast<double>(w_.duration_ns(op)) / 1e3;
+    return static_cast<double>(w_.duration_ns(op)) / 1e3 * slowdown(op);
   }
   return model_time(op).us();
 }
 
 Time ModelCost::standalone_time(const traces::Workload&, const traces::ExecutionGraph&,
                                 traces::OpId op) const {
+  if (w_.duration_ns(op) != traces::kNoDuration) {  // a compute op on a slow GPU (engine.cpp)
+    const double f = slowdown(op);
+    return f == 1.0 ? Time::ns(w_.duration_ns(op))
+                    : Time::from_us(static_cast<double>(w_.duration_ns(op)) / 1e3 * f);
+  }
   return model_time(op);
+}
+
+double ModelCost::slowdown(traces::OpId op) const {
+  return w_.kind(op) == traces::OpKind::kCompute
+             ? cluster_.compute_slowdown(static_cast<int>(w_.gpu_of(w_.rank_of(op))))
+             : 1.0;
 }
 
 Time ModelCost::model_time(traces::OpId op) const {
@@ -176,7 +187,8 @@ Time ModelCost::model_time(traces::OpId op) const {
       }
       return Time::from_us(
           compute_.alone(shape ? *shape : traces::ComputeShape{}, static_cast<double>(w_.bytes(op)))
-              .time_us);
+              .time_us *
+          slowdown(op));
     }
     case traces::OpKind::kMemcpy:
       return Time::from_us(

@@ -134,5 +134,70 @@ TEST(WhatIfCli, MistakesNameThePath) {
   EXPECT_TRUE(contains(r.err, "is a field of the profile")) << r.err;
 }
 
+// Stragglers and failures (--slow-gpu, --slow-link, --down-node) on a generated step: each
+// changes the answer the way it must, is recorded in the context, and refuses what it cannot do.
+TEST(WhatIfCli, StragglersAndADownNode) {
+  const std::vector<std::string> base = {
+      "simulate",  "--model",  "llama3-8b", "--parallel", "tp=8,dp=2", "--gbs",        "4",
+      "--cluster", "dgx-h100", "--nodes",   "2",          "--json",    "--no-op-times"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_lagom(args);
+  };
+  auto step_us = [](const CliRun& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["step_time_us"].get<double>();
+  };
+  const CliRun plain = run({});
+  const double t0 = step_us(plain);
+  // One GPU of sixteen at 1/1.5 speed: the synchronous step waits for it. Compute is most of this
+  // step, so the step takes well over 1.3x, and it can never take more than 1.5x.
+  const CliRun slow_gpu = run({"--slow-gpu", "11=1.5"});
+  const double t1 = step_us(slow_gpu);
+  EXPECT_GT(t1, 1.3 * t0);
+  EXPECT_LE(t1, 1.5 * t0);
+  EXPECT_EQ(nlohmann::json::parse(slow_gpu.out)["context"]["overrides"][0], "--slow-gpu 11=1.5");
+  // A NIC of node 1 at a tenth of its bandwidth: the data-parallel all-reduce crosses it.
+  const double t2 = step_us(run({"--slow-link", "node1/nic3-leaf3=10"}));
+  EXPECT_GT(t2, t0);
+  // Node 1 down: replica 1 is dropped; replica 0 runs alone (no data-parallel all-reduce), with
+  // half the global batch: the step is no slower, the tokens per step halve.
+  const CliRun down = run({"--down-node", "1"});
+  const double t3 = step_us(down);
+  EXPECT_LE(t3, t0);
+  const auto jd = nlohmann::json::parse(down.out);
+  const auto jp = nlohmann::json::parse(plain.out);
+  EXPECT_DOUBLE_EQ(jd["throughput"]["tokens_per_step"].get<double>(),
+                   jp["throughput"]["tokens_per_step"].get<double>() / 2);
+  EXPECT_TRUE(contains(jd["context"]["generated"].get<std::string>(),
+                       "node 1 down: 1 of the 2 data-parallel replicas of tp=8,dp=2 dropped "
+                       "(replica 1, 8 GPUs idle), gbs 4 -> 2"))
+      << jd["context"].dump();
+  // Refusals: folding a step whose replicas differ, a down node without a generated step, a
+  // malformed value.
+  CliRun r = run({"--slow-gpu", "3=2", "--fold"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "leave out --fold")) << r.err;
+  r = run_lagom({"simulate", "--cluster", "dgx-h100", "--down-node", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "it needs a generated step (--model)")) << r.err;
+  r = run({"--slow-gpu", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--slow-gpu '3': expected GPU=FACTOR")) << r.err;
+  r = run({"--slow-link", "node1/nic3=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "expected A-B=FACTOR")) << r.err;
+  r = run({"--down-node", "0", "--down-node", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "no data-parallel replica is left")) << r.err;
+  // A workload with measured communication: a slower link cannot slow it, and says so.
+  r = run_lagom(
+      {"simulate", "--cluster", "dgx-h100", "--slow-link", "node0/gpu1-node0/nvswitch0=2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "carry a measured duration_us, which a slower link does not change"))
+      << r.err;
+}
+
 }  // namespace
 }  // namespace lagom::test

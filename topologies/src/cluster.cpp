@@ -3,8 +3,10 @@
 #include "lagom/topologies/cluster.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
@@ -311,6 +313,68 @@ Cluster::Cluster(ClusterSpec spec) {
     }
   }
   impl_ = std::move(impl);
+  apply_slow_parts(m);
+}
+
+// After the routes: a degraded part carries traffic slower, but neither routing nor NCCL's view
+// of the topology (nccl_bw) changes, as with a link that trained down or a throttled GPU.
+void Cluster::apply_slow_parts(Impl& m) const {
+  const ClusterSpec& s = m.spec;
+  auto check_factor = [&](double f, const std::string& what) {
+    if (!std::isfinite(f) || f < 1.0 || f > 1e6) {
+      throw Error(fmt::format("{}: the slowdown factor must be from 1 to 1e6, got {}", what, f));
+    }
+  };
+  if (!s.slow_gpus.empty()) {
+    m.compute_slowdown.assign(static_cast<std::size_t>(s.gpu_count()), 1.0);
+    for (const SlowGpu& g : s.slow_gpus) {
+      const std::string what = fmt::format("--slow-gpu {}={}", g.gpu, g.factor);
+      if (g.gpu < 0 || g.gpu >= s.gpu_count()) {
+        throw Error(
+            fmt::format("{}: cluster '{}' has GPUs 0..{}", what, s.name, s.gpu_count() - 1));
+      }
+      check_factor(g.factor, what);
+      double& f = m.compute_slowdown[static_cast<std::size_t>(g.gpu)];
+      if (f != 1.0) {
+        throw Error(fmt::format("{}: GPU {} is slowed twice", what, g.gpu));
+      }
+      f = g.factor;
+    }
+  }
+  for (const SlowLink& l : s.slow_links) {
+    const std::string what = fmt::format("--slow-link {}-{}={}", l.a, l.b, l.factor);
+    check_factor(l.factor, what);
+    std::vector<std::string> ends_of_a;  // for the error: where `a` does lead
+    bool found = false;
+    for (std::size_t id = 0; id < m.edges.size(); ++id) {
+      const auto e = m.edges[id];
+      const std::string x = name_of(m.graph[boost::source(e, m.graph)].endpoint);
+      const std::string y = name_of(m.graph[boost::target(e, m.graph)].endpoint);
+      if ((x == l.a && y == l.b) || (x == l.b && y == l.a)) {
+        internal::EdgeProps& p = m.graph[e];
+        p.bandwidth_GBps /= l.factor;
+        found = true;
+      } else if (x == l.a || y == l.a) {
+        ends_of_a.push_back(x == l.a ? y : x);
+      }
+    }
+    if (!found) {
+      throw Error(fmt::format(
+          "{}: cluster '{}' has no link between '{}' and '{}'{}", what, s.name, l.a, l.b,
+          ends_of_a.empty()
+              ? fmt::format(" ('{}' is not a part of it; parts are named like node0/gpu0, "
+                            "node0/nvswitch0, node0/nic0, leaf0, spine)",
+                            l.a)
+              : fmt::format("; '{}' links to {}", l.a, fmt::join(ends_of_a, ", "))));
+    }
+  }
+}
+
+double Cluster::compute_slowdown(int gpu) const {
+  const std::vector<double>& f = impl_->compute_slowdown;
+  return f.empty() || gpu < 0 || static_cast<std::size_t>(gpu) >= f.size()
+             ? 1.0
+             : f[static_cast<std::size_t>(gpu)];
 }
 
 Cluster::~Cluster() = default;

@@ -55,6 +55,9 @@ struct Cluster::Impl {
   std::size_t nic_link_base = 0;
   std::size_t spine_link_base = 0;
 
+  // Per GPU: ClusterSpec::slow_gpus' factors; empty when none is slow.
+  std::vector<double> compute_slowdown;
+
   // routes[src][dst] for every pair of node-local vertices.
   std::vector<std::vector<internal::LocalRoute>> routes;
 

@@ -67,6 +67,9 @@ struct TrainingConfig {
   // so the step time is the same; per-rank figures stand for dp GPUs each.
   bool fold_dp = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP/ZeRO gradient bucket (PyTorch's 25 MiB)
+  // The cluster GPU of each position of the layout (world() entries, in Megatron's order);
+  // empty: position i runs on GPU i. Set by place_around_down_nodes.
+  std::vector<std::uint32_t> placement;
 };
 
 // Per-GPU memory at its peak, in bytes (docs/models.md §8: mixed-precision Adam is 16 bytes per
@@ -110,6 +113,14 @@ struct StepSize {
   double ops = 0;  // a double: an absurd request may exceed any integer type
 };
 StepSize count_step_ops(const ModelSpec& m, const Parallelism& par, const TrainingConfig& cfg);
+
+// A failure what-if: nodes `down` of a cluster of `gpus_per_node`-GPU nodes are out. Every
+// data-parallel replica (a `dp` coordinate, all its tp x ep x pp GPUs) that uses one is dropped;
+// the rest keep their micro-batches, so the global batch shrinks with them, and run on the GPUs
+// they had (cfg.placement). Returns the replicas dropped (their dp coordinates); lagom::Error
+// when none would be left. `par` and `cfg` must describe the whole cluster's step.
+std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
+                                         const std::vector<int>& down, int gpus_per_node);
 
 // The GPU-memory check generate_step makes (nothing when gpu_memory_bytes <= 0).
 void check_gpu_memory(const ModelSpec& m, const Parallelism& par, const TrainingConfig& cfg,

@@ -59,8 +59,11 @@ class ModelCost final : public CostModel {
   // A communication op's estimate under a given configuration (e.g. its resolved one).
   CollectiveEstimate estimate(traces::OpId op, const nccl::CommConfig& config) const;
 
-  // How long `op` takes alone, in microseconds: its duration_us when given, else the model's.
+  // How long `op` takes alone, in microseconds: its duration_us when given, else the model's;
+  // a compute op on a slow GPU (ClusterSpec::slow_gpus) takes its slowdown times that.
   double alone_us(traces::OpId op) const;
+  // The compute slowdown of the GPU a compute op runs on (1 for other ops).
+  double slowdown(traces::OpId op) const;
 
   // Overrides for communication ops (nullptr: none). The source must outlive its use; changing
   // what it returns between simulations is allowed (nothing here caches configs).

@@ -108,6 +108,10 @@ class Cluster {
   // A readable name: "node0/gpu3", "node0/pcie:sw2", "node1/nic0", "leaf3", "spine", "switch".
   std::string name_of(const Endpoint& e) const;
 
+  // How many times longer GPU `gpu`'s compute kernels take than the profile says: the spec's
+  // slow_gpus factor, else 1.
+  double compute_slowdown(int gpu) const;
+
   // The NIC (local index) that carries local GPU `local`'s inter-node traffic; lagom::Error if
   // the cluster has no NICs.
   int nic_of(int local) const;
@@ -117,6 +121,7 @@ class Cluster {
  private:
   friend CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const int> ranks);
   friend class CommunicatorTraffic;
+  void apply_slow_parts(Impl& m) const;  // ClusterSpec::slow_gpus and slow_links
   std::shared_ptr<const Impl> impl_;  // immutable once built, so copies share it
 };
 

@@ -113,6 +113,18 @@ struct NetworkSpec {
   std::vector<std::string> sources;
 };
 
+// What-ifs on single parts of a cluster: the modelling commands' --slow-gpu and --slow-link
+// (docs/whatif.md, "Stragglers"). Cluster files do not carry them.
+struct SlowGpu {
+  int gpu = 0;          // the cluster's GPU number: node x GPUs per node + local index
+  double factor = 1.0;  // its compute kernels take `factor` times as long (>= 1)
+};
+struct SlowLink {
+  std::string a;        // the link's two ends as Cluster::name_of names them ("node1/nic0",
+  std::string b;        // "leaf0", "node0/gpu3", "node0/nvswitch0", "spine")
+  double factor = 1.0;  // it carries 1 / `factor` of its bandwidth, each direction (>= 1)
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -133,6 +145,8 @@ struct ClusterSpec {
   // NCCL emulation applies them to every communicator (nccl::apply_env, which names the
   // ones it knows). From the cluster file's "nccl_env" and the commands' --nccl-env.
   std::map<std::string, std::string> nccl_env;
+  std::vector<SlowGpu> slow_gpus;
+  std::vector<SlowLink> slow_links;
 
   int gpu_count() const { return gpus_per_node * nodes; }
   // One NIC's bandwidth per direction in GB/s (Gb/s / 8).
