@@ -50,6 +50,7 @@ struct Comm {
   OpKind kind = OpKind::kAllReduce;
   GroupId group = traces::kNoGroup;
   double bytes = 0;
+  const char* name = "";  // for op labels ("attn.tp"); the kind follows ("attn.tp.allreduce")
 };
 
 struct Block {
@@ -110,10 +111,12 @@ class Generator {
  private:
   // --- Emission helpers ------------------------------------------------------------------------
 
-  OpId add_kernel(StreamId s, const Kernel& k) {
+  // `what` names the op for its label: "L12.attn.qkv.fwd"; ".mb<micro-batch>" is appended.
+  OpId add_kernel(StreamId s, const Kernel& k, std::string_view what) {
     const OpId op = b_.add_op(s, OpSpec{OpKind::kCompute, static_cast<std::int64_t>(k.bytes),
                                         traces::kNoGroup, traces::kNoPeer, traces::kNoDuration});
     b_.set_compute_shape(op, k.shape);
+    label(op, what);
     // Model FLOPs (StepFigures::flops) leave recomputation out, as the MFU convention does.
     if (!recomputing_ &&
         (k.shape.cls == ComputeClass::kGemm || k.shape.cls == ComputeClass::kAttention)) {
@@ -122,11 +125,18 @@ class Generator {
     return op;
   }
 
-  OpId add_comm(StreamId s, OpKind kind, GroupId g, double bytes, std::int32_t peer = -1) {
+  OpId add_comm(StreamId s, OpKind kind, GroupId g, double bytes, std::string_view what,
+                std::int32_t peer = -1) {
     const auto b = static_cast<std::int64_t>(std::max(1.0, std::round(bytes)));
     figures_.comm_bytes[static_cast<std::size_t>(kind)] += static_cast<double>(b);
-    return b_.add_op(s, OpSpec{kind, b, g, peer, traces::kNoDuration});
+    const OpId op = b_.add_op(s, OpSpec{kind, b, g, peer, traces::kNoDuration});
+    label(op, what);
+    return op;
   }
+
+  // Labels are unique on a rank: what the op is (layer, kernel or communication, pass, part)
+  // and the micro-batch (none for the optimizer's ops, outside any micro-batch).
+  void label(OpId op, std::string_view what) { b_.set_label(op, what, mb_); }
 
   // --- One layer's blocks ----------------------------------------------------------------------
 
@@ -137,74 +147,80 @@ class Generator {
     const double tp = p_.tp;
     const GroupId tpg = comms_.tp[static_cast<std::size_t>(rank)];
     const double act_bytes = tokens * h * bpe_;
-    auto tp_reduce = [&]() -> std::optional<Comm> {
+    auto tp_reduce = [&](const char* name) -> std::optional<Comm> {
       if (p_.tp == 1) {
         return std::nullopt;
       }
-      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes};
+      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes, name};
     };
-    auto sp_gather = [&]() -> std::optional<Comm> {
+    auto sp_gather = [&](const char* name) -> std::optional<Comm> {
       if (p_.tp == 1 || !p_.sp) {
         return std::nullopt;
       }
-      return Comm{OpKind::kAllGather, tpg, act_bytes};
+      return Comm{OpKind::kAllGather, tpg, act_bytes, name};
     };
     const double norm_tokens = p_.sp ? tokens / tp : tokens;
     std::vector<Block> blocks;
     // Attention.
-    blocks.push_back({{stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_)}, sp_gather()});
+    blocks.push_back(
+        {{named(stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_), "attn.norm")},
+         sp_gather("attn.sp")});
     const double q_heads = m_.heads / tp;
     const double kv = std::max(1.0, m_.kv_heads / tp);
     Block attn;
-    attn.kernels.push_back(gemm(tokens, (q_heads + 2 * kv) * hd_, h, bpe_));
-    attn.kernels.push_back(attention(seqs, seq_, q_heads, hd_, bpe_, 1.0));
-    attn.kernels.push_back(gemm(tokens, h, q_heads * hd_, bpe_));
-    attn.comm = m_.parallel_attn_mlp ? std::nullopt : tp_reduce();
+    attn.kernels.push_back(named(gemm(tokens, (q_heads + 2 * kv) * hd_, h, bpe_), "attn.qkv"));
+    attn.kernels.push_back(named(attention(seqs, seq_, q_heads, hd_, bpe_, 1.0), "attn.core"));
+    attn.kernels.push_back(named(gemm(tokens, h, q_heads * hd_, bpe_), "attn.proj"));
+    attn.comm = m_.parallel_attn_mlp ? std::nullopt : tp_reduce("attn.tp");
     blocks.push_back(attn);
     // MLP or experts.
     if (!m_.parallel_attn_mlp) {
       blocks.push_back(
-          {{stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_)}, sp_gather()});
+          {{named(stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_), "mlp.norm")},
+           sp_gather("mlp.sp")});
     }
     const double gate = m_.gated_mlp ? 2.0 : 1.0;
     if (!m_.layer_is_moe(l)) {
       const double f = m_.ffn_hidden / tp;
       Block mlp;
-      mlp.kernels.push_back(gemm(tokens, gate * f, h, bpe_));
-      mlp.kernels.push_back(
-          stream(ComputeClass::kElementwise, tokens * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_));
-      mlp.kernels.push_back(gemm(tokens, h, f, bpe_));
-      mlp.comm = tp_reduce();
+      mlp.kernels.push_back(named(gemm(tokens, gate * f, h, bpe_), "mlp.fc1"));
+      mlp.kernels.push_back(named(
+          stream(ComputeClass::kElementwise, tokens * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
+          "mlp.act"));
+      mlp.kernels.push_back(named(gemm(tokens, h, f, bpe_), "mlp.fc2"));
+      mlp.comm = tp_reduce("mlp.tp");
       blocks.push_back(mlp);
     } else {
       const GroupId epg = comms_.ep[static_cast<std::size_t>(rank)];
       const double routed = tokens * m_.top_k;  // token-expert pairs this GPU sends
       Block router;
-      router.kernels.push_back(gemm(tokens, m_.experts, h, bpe_));
+      router.kernels.push_back(named(gemm(tokens, m_.experts, h, bpe_), "moe.router"));
       if (p_.ep > 1) {
-        router.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_};
+        router.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_, "moe.dispatch"};
       }
       blocks.push_back(router);
       // Balanced routing: this GPU's experts receive as many token-expert pairs as it sent.
       const double f = m_.moe_ffn_hidden / tp;
       Block experts;
-      experts.kernels.push_back(gemm(routed, gate * f, h, bpe_));
-      experts.kernels.push_back(
-          stream(ComputeClass::kElementwise, routed * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_));
-      experts.kernels.push_back(gemm(routed, h, f, bpe_));
+      experts.kernels.push_back(named(gemm(routed, gate * f, h, bpe_), "moe.fc1"));
+      experts.kernels.push_back(named(
+          stream(ComputeClass::kElementwise, routed * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
+          "moe.act"));
+      experts.kernels.push_back(named(gemm(routed, h, f, bpe_), "moe.fc2"));
       if (m_.shared_experts > 0) {
         const double sf = m_.shared_experts * m_.moe_ffn_hidden / tp;
-        experts.kernels.push_back(gemm(tokens, gate * sf, h, bpe_));
-        experts.kernels.push_back(stream(ComputeClass::kElementwise, tokens * sf, 8,
-                                         1 + (m_.gated_mlp ? 1 : 0), 1, bpe_));
-        experts.kernels.push_back(gemm(tokens, h, sf, bpe_));
+        experts.kernels.push_back(named(gemm(tokens, gate * sf, h, bpe_), "moe.shared.fc1"));
+        experts.kernels.push_back(named(
+            stream(ComputeClass::kElementwise, tokens * sf, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
+            "moe.shared.act"));
+        experts.kernels.push_back(named(gemm(tokens, h, sf, bpe_), "moe.shared.fc2"));
       }
       if (p_.ep > 1) {
-        experts.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_};
+        experts.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_, "moe.combine"};
       }
       blocks.push_back(experts);
       if (p_.tp > 1) {
-        blocks.push_back({{}, tp_reduce()});
+        blocks.push_back({{}, tp_reduce("moe.tp")});
       }
     }
     return blocks;
@@ -224,16 +240,20 @@ class Generator {
           Kernel dgrad = *k;
           Kernel wgrad = *k;
           wgrad.shape.blocks = std::max(1, k->shape.blocks);
+          dgrad.pass = "dgrad";
+          wgrad.pass = "wgrad";
           b.kernels.push_back(dgrad);
           b.kernels.push_back(wgrad);
         } else if (k->shape.cls == ComputeClass::kAttention) {
           Kernel a = *k;
           a.shape.flops *= 2.0;
           a.bytes *= 2.0;
+          a.pass = "bwd";
           b.kernels.push_back(a);
         } else {
           Kernel e = *k;
           e.bytes *= 1.5;  // reads the saved input and the output gradient, writes one
+          e.pass = "bwd";
           b.kernels.push_back(e);
         }
       }
@@ -266,13 +286,28 @@ class Generator {
   // stream itself; with overlap on the side stream, under the other part's compute. Returns the
   // last compute op of every part (and keeps `wait` as the communication each part waits for).
   OpId emit_blocks(const RankStreams& s, const std::vector<Block>& blocks,
-                   std::vector<std::optional<OpId>>& wait) {
+                   std::vector<std::optional<OpId>>& wait, int layer, const char* pass) {
     OpId last = 0;
+    std::string& what = what_;  // reused: no allocation per op
+    auto name = [&](const char* thing, std::string_view kind, const char* p, int part) {
+      what.clear();
+      fmt::format_to(std::back_inserter(what), "L{}.{}", layer, thing);
+      if (!kind.empty()) {
+        what += '.';
+        what += kind;
+      }
+      what += '.';
+      what += p;
+      if (splits_ > 1) {
+        fmt::format_to(std::back_inserter(what), ".p{}", part);
+      }
+      return std::string_view(what);
+    };
     for (const Block& blk : blocks) {
       for (int part = 0; part < splits_; ++part) {
         std::optional<OpId> first;
         for (const Kernel& k : blk.kernels) {
-          const OpId op = add_kernel(s.compute, k);
+          const OpId op = add_kernel(s.compute, k, name(k.name, {}, k.pass ? k.pass : pass, part));
           if (!first) {
             first = op;
           }
@@ -283,10 +318,11 @@ class Generator {
           wait[static_cast<std::size_t>(part)].reset();
         }
         if (blk.comm && blk.comm->group != traces::kNoGroup) {
+          name(blk.comm->name, traces::to_string(blk.comm->kind), pass, part);
           if (splits_ == 1) {
-            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, blk.comm->bytes);
+            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, blk.comm->bytes, what);
           } else {
-            const OpId c = add_comm(s.side, blk.comm->kind, blk.comm->group, blk.comm->bytes);
+            const OpId c = add_comm(s.side, blk.comm->kind, blk.comm->group, blk.comm->bytes, what);
             b_.add_dep(c, last);
             if (wait[static_cast<std::size_t>(part)]) {
               b_.add_dep(c, *wait[static_cast<std::size_t>(part)]);
@@ -343,11 +379,12 @@ class Generator {
 
   // The routed experts' share of a data-parallel gather or reduction of block l: on the
   // expert-data-parallel group, when there is one (dp > 1) and the block has experts.
-  std::optional<OpId> expert_comm(StreamId s, OpKind kind, GroupId edpg, double params) {
+  std::optional<OpId> expert_comm(StreamId s, OpKind kind, GroupId edpg, double params,
+                                  std::string_view what) {
     if (edpg == traces::kNoGroup || params <= 0) {
       return std::nullopt;
     }
-    return add_comm(s, kind, edpg, params * bpe_);
+    return add_comm(s, kind, edpg, params * bpe_, what);
   }
 
   void emit_rank(int r) {
@@ -393,83 +430,98 @@ class Generator {
       return comms_.pp_pair.empty() ? traces::kNoGroup
                                     : comms_.pp_pair[static_cast<std::size_t>(r)][dir > 0 ? 1 : 0];
     };
+    mb_ = -1;
     for (const PipelineUnit& u : order) {
+      mb_ = u.micro_batch;
       const int v = u.chunk * p_.pp + c.pp;  // virtual stage
       const int l0 = first_layer_[static_cast<std::size_t>(v)];
       const int l1 = first_layer_[static_cast<std::size_t>(v) + 1];
       if (u.forward) {
         if (v > 0) {
-          add_comm(s.compute, OpKind::kRecv, pp_group(-1), act_bytes, next_rank(-1));
+          add_comm(s.compute, OpKind::kRecv, pp_group(-1), act_bytes,
+                   fmt::format("L{}.pp.recv.fwd", l0), next_rank(-1));
         } else {
           add_kernel(s.compute,
                      stream(ComputeClass::kElementwise,
-                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_));
+                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_),
+                     "embed.fwd");
         }
         for (int l = l0; l < l1; ++l) {
           std::optional<OpId> gather;
           std::optional<OpId> expert_gather;
           if (fsdp) {
-            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_);
-            expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l));
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_,
+                              fmt::format("L{}.fsdp.allgather.fwd", l));
+            expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l),
+                                        fmt::format("L{}.fsdp.experts.allgather.fwd", l));
             if (prefetch_dep) {
               b_.add_dep(*gather, *prefetch_dep);
             }
           }
           std::vector<Block> blocks = forward_blocks(l, seqs, r);
           const OpId first_kernel = add_kernel(
-              s.compute, stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1,
-                                bpe_));  // residual add
+              s.compute,
+              stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1, bpe_),
+              fmt::format("L{}.residual.fwd", l));
           if (gather) {
             b_.add_dep(first_kernel, *gather);
           }
           if (expert_gather) {
             b_.add_dep(first_kernel, *expert_gather);
           }
-          const OpId end = emit_blocks(s, blocks, wait);
+          const OpId end = emit_blocks(s, blocks, wait, l, "fwd");
           prefetch_dep = fsdp ? std::optional<OpId>(first_kernel) : std::nullopt;
           (void)end;
         }
-        for (auto& w : wait) {
-          if (w) {
+        for (std::size_t part = 0; part < wait.size(); ++part) {
+          if (wait[part]) {
             // The last part's communication must land before the activations leave.
-            b_.add_dep(marker(s.compute), *w);
-            w.reset();
+            b_.add_dep(marker(s.compute, fmt::format("L{}.landed.fwd.p{}", l1 - 1, part)),
+                       *wait[part]);
+            wait[part].reset();
           }
         }
         if (v == stages - 1) {
           const double tokens = static_cast<double>(c_.mbs) * seq_;
-          add_kernel(s.compute, stream(ComputeClass::kNorm, tokens * m_.hidden, 5, 1, 1, bpe_));
-          add_kernel(s.compute, gemm(tokens, vocab_ / p_.tp, m_.hidden, bpe_));
+          add_kernel(s.compute, stream(ComputeClass::kNorm, tokens * m_.hidden, 5, 1, 1, bpe_),
+                     "head.norm.fwd");
+          add_kernel(s.compute, gemm(tokens, vocab_ / p_.tp, m_.hidden, bpe_), "head.logits.fwd");
           add_kernel(s.compute,
-                     stream(ComputeClass::kElementwise, tokens * vocab_ / p_.tp, 5, 1, 1, bpe_));
+                     stream(ComputeClass::kElementwise, tokens * vocab_ / p_.tp, 5, 1, 1, bpe_),
+                     "head.loss.fwd");
         } else {
-          const OpId producer = marker(s.compute);
-          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(+1), act_bytes, next_rank(+1));
+          const OpId producer = marker(s.compute, fmt::format("L{}.pp.ready.fwd", l1 - 1));
+          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(+1), act_bytes,
+                                     fmt::format("L{}.pp.send.fwd", l1 - 1), next_rank(+1));
           b_.add_dep(send, producer);
         }
       } else {
         const bool last_mb = u.micro_batch == micro_ - 1;
         if (v < stages - 1) {
-          add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes, next_rank(+1));
+          add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes,
+                   fmt::format("L{}.pp.recv.bwd", l1 - 1), next_rank(+1));
         } else {
           const double tokens = static_cast<double>(c_.mbs) * seq_;
           auto [dgrad, wgrad] = gemm_backward(tokens, vocab_ / p_.tp, m_.hidden, bpe_);
-          add_kernel(s.compute, dgrad);
-          add_kernel(s.compute, wgrad);
+          add_kernel(s.compute, dgrad, "head.logits.dgrad");
+          add_kernel(s.compute, wgrad, "head.logits.wgrad");
         }
         for (int l = l1 - 1; l >= l0; --l) {
           std::optional<OpId> gather;
           std::optional<OpId> expert_gather;
           if (fsdp) {
-            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_);
-            expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l));
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_,
+                              fmt::format("L{}.fsdp.allgather.bwd", l));
+            expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l),
+                                        fmt::format("L{}.fsdp.experts.allgather.bwd", l));
             if (prefetch_dep) {
               b_.add_dep(*gather, *prefetch_dep);
             }
           }
           const OpId first_kernel = add_kernel(
               s.compute,
-              stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1, bpe_));
+              stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1, bpe_),
+              fmt::format("L{}.residual.bwd", l));
           if (gather) {
             b_.add_dep(first_kernel, *gather);
           }
@@ -478,24 +530,26 @@ class Generator {
           }
           if (c_.recompute) {
             recomputing_ = true;
-            emit_blocks(s, forward_blocks(l, seqs, r), wait);
+            emit_blocks(s, forward_blocks(l, seqs, r), wait, l, "recompute");
             recomputing_ = false;
           }
-          const OpId end = emit_blocks(s, backward_blocks(l, seqs, r), wait);
-          for (auto& w : wait) {
-            if (w) {
-              b_.add_dep(marker(s.compute), *w);
-              w.reset();
+          const OpId end = emit_blocks(s, backward_blocks(l, seqs, r), wait, l, "bwd");
+          for (std::size_t part = 0; part < wait.size(); ++part) {
+            if (wait[part]) {
+              b_.add_dep(marker(s.compute, fmt::format("L{}.landed.bwd.p{}", l, part)),
+                         *wait[part]);
+              wait[part].reset();
             }
           }
           prefetch_dep = fsdp ? std::optional<OpId>(first_kernel) : std::nullopt;
           last_bwd = end;
           if (fsdp) {
-            const OpId rs =
-                add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, unit_params(v, l) * bpe_);
+            const OpId rs = add_comm(s.dp_rs, OpKind::kReduceScatter, dpg, unit_params(v, l) * bpe_,
+                                     fmt::format("L{}.fsdp.reducescatter", l));
             b_.add_dep(rs, end);
             if (auto ers =
-                    expert_comm(s.dp_rs, OpKind::kReduceScatter, edpg, expert_layer_params(l))) {
+                    expert_comm(s.dp_rs, OpKind::kReduceScatter, edpg, expert_layer_params(l),
+                                fmt::format("L{}.fsdp.experts.reducescatter", l))) {
               b_.add_dep(*ers, end);
             }
           } else if (dp_comm && (last_mb || p_.zero == 2)) {
@@ -507,9 +561,13 @@ class Generator {
             expert_bucket += expert_layer_params(l);
             if (bucket >= c_.bucket_bytes || l == l0) {
               const OpKind kind = p_.zero == 0 ? OpKind::kAllReduce : OpKind::kReduceScatter;
-              const OpId red = add_comm(s.dp_rs, kind, dpg, bucket);
+              // A bucket is named by the layer that closes it.
+              const OpId red = add_comm(s.dp_rs, kind, dpg, bucket,
+                                        fmt::format("L{}.dp.{}", l, traces::to_string(kind)));
               b_.add_dep(red, end);
-              if (auto ered = expert_comm(s.dp_rs, kind, edpg, expert_bucket)) {
+              if (auto ered =
+                      expert_comm(s.dp_rs, kind, edpg, expert_bucket,
+                                  fmt::format("L{}.dp.experts.{}", l, traces::to_string(kind)))) {
                 b_.add_dep(*ered, end);
               }
               bucket = 0;
@@ -518,13 +576,15 @@ class Generator {
           }
         }
         if (v > 0) {
-          const OpId producer = marker(s.compute);
-          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(-1), act_bytes, next_rank(-1));
+          const OpId producer = marker(s.compute, fmt::format("L{}.pp.ready.bwd", l0));
+          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(-1), act_bytes,
+                                     fmt::format("L{}.pp.send.bwd", l0), next_rank(-1));
           b_.add_dep(send, producer);
         } else {
           add_kernel(s.compute,
                      stream(ComputeClass::kElementwise,
-                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_));
+                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_),
+                     "embed.bwd");
         }
       }
     }
@@ -542,15 +602,18 @@ class Generator {
     const double shard = p_.zero >= 1
                              ? local / static_cast<double>(p_.dense_dp()) + local_experts / p_.dp
                              : local + local_experts;
-    const OpId opt = add_kernel(s.compute, stream(ComputeClass::kOptimizer, shard, 12, 9, 5, 2));
+    mb_ = -1;  // the step's own ops
+    const OpId opt = add_kernel(s.compute, stream(ComputeClass::kOptimizer, shard, 12, 9, 5, 2),
+                                "optimizer.step");
     if (dp_comm) {
       // Waits for every gradient reduction this rank issued (the dp_reduce stream's last op).
-      const OpId fence = marker(s.dp_rs);
+      const OpId fence = marker(s.dp_rs, "dp.reduced");
       b_.add_dep(opt, fence);
       if (p_.zero == 1 || p_.zero == 2) {
-        const OpId ag = add_comm(s.dp_ag, OpKind::kAllGather, dpg, local * bpe_);
+        const OpId ag = add_comm(s.dp_ag, OpKind::kAllGather, dpg, local * bpe_, "zero.allgather");
         b_.add_dep(ag, opt);
-        if (auto eag = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, local_experts)) {
+        if (auto eag = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, local_experts,
+                                   "zero.experts.allgather")) {
           b_.add_dep(*eag, opt);
         }
       }
@@ -558,8 +621,10 @@ class Generator {
   }
 
   // A zero-duration marker on stream `s`: a point later ops can wait for (or that waits).
-  OpId marker(StreamId s) {
-    return b_.add_op(s, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, 0});
+  OpId marker(StreamId s, std::string_view what) {
+    const OpId op = b_.add_op(s, OpSpec{OpKind::kCompute, 0, traces::kNoGroup, traces::kNoPeer, 0});
+    label(op, what);
+    return op;
   }
 
   const ModelSpec& m_;
@@ -577,6 +642,8 @@ class Generator {
   internal::Communicators comms_;
   StepFigures figures_;
   bool recomputing_ = false;  // emitting a recomputed forward (not model FLOPs)
+  int mb_ = -1;               // the micro-batch being emitted (labels); -1: none
+  std::string what_;          // scratch for emit_blocks
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -983,6 +984,55 @@ TEST(GeneratorCount, CountStepOpsIsExactAcrossLayouts) {
   const Parallelism par = parse_parallelism("ep=2,pp=2,dp=2");
   EXPECT_EQ(count_step_ops(moe, par, two).ops,
             static_cast<double>(generate_step(moe, par, two).workload.op_count()));
+}
+
+// Generated ops are named by what they are: layer, kernel or communication, pass and
+// micro-batch ("r0/L3.attn.qkv.fwd.mb1"), unique on every layout the generator makes, so that
+// traces read and Chakra / JSON exports (which carry the names as ids) read back.
+TEST(GeneratorNames, EveryOpHasAUniqueReadableName) {
+  ModelSpec m = tiny();
+  std::vector<LayoutCase> cases = pipeline_layouts();
+  for (const LayoutCase& c :
+       {LayoutCase{8, "dp=2", 1, 14}, LayoutCase{8, "fsdp=4", 2, 24, Overlap::kNone, true},
+        LayoutCase{8, "tp=2,dp=2,zero=2", 1, 10},
+        LayoutCase{8, "pp=4,vpp=2", 1, 12, Overlap::kNone, true},
+        LayoutCase{10, "pp=4,dp=2", 1, 14, Overlap::kNone, false, true},
+        LayoutCase{8, "tp=2,sp,pp=4,fsdp=2", 2, 16, Overlap::kDomino, false, true}}) {
+    cases.push_back(c);
+  }
+  auto check = [](const Workload& w) {
+    std::set<std::string> names;
+    for (OpId op = 0; op < w.op_count(); ++op) {
+      const std::string n = w.name(op);
+      EXPECT_FALSE(w.label(op).empty()) << n;
+      EXPECT_TRUE(names.insert(n).second) << "duplicate " << n;
+    }
+  };
+  for (const LayoutCase& c : cases) {
+    SCOPED_TRACE(fmt::format("{} gbs {}", c.par, c.gbs));
+    m.layers = c.layers;
+    check(generate_step(m, parse_parallelism(c.par), c.training()).workload);
+  }
+  TrainingConfig two = config(2, 24);
+  two.overlap = Overlap::kTwoBatch;
+  check(generate_step(tiny_moe(), parse_parallelism("ep=2,pp=2,dp=2"), two).workload);
+  // What the names say, on one rank of tp=2 with sequence parallelism, DDP and two micro-batches.
+  m.layers = 2;
+  const Workload w = generate_step(m, parse_parallelism("tp=2,sp,dp=2"), config(1, 4)).workload;
+  std::vector<std::string> first;
+  for (OpId op = 0; op < 12; ++op) {
+    first.push_back(w.name(op));
+  }
+  EXPECT_EQ(first, (std::vector<std::string>{
+                       "r0/embed.fwd.mb0", "r0/L0.residual.fwd.mb0", "r0/L0.attn.norm.fwd.mb0",
+                       "r0/L0.attn.sp.allgather.fwd.mb0", "r0/L0.attn.qkv.fwd.mb0",
+                       "r0/L0.attn.core.fwd.mb0", "r0/L0.attn.proj.fwd.mb0",
+                       "r0/L0.attn.tp.reducescatter.fwd.mb0", "r0/L0.mlp.norm.fwd.mb0",
+                       "r0/L0.mlp.sp.allgather.fwd.mb0", "r0/L0.mlp.fc1.fwd.mb0",
+                       "r0/L0.mlp.act.fwd.mb0"}));
+  EXPECT_TRUE(w.find_op("r1/L1.attn.qkv.wgrad.mb1").has_value());
+  EXPECT_TRUE(w.find_op("r3/L0.dp.allreduce.mb1").has_value());
+  EXPECT_TRUE(w.find_op("r2/optimizer.step").has_value());
 }
 
 TEST(GeneratorCount, AnAbsurdStepIsCountedWithoutBeingGenerated) {

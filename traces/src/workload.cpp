@@ -99,7 +99,18 @@ std::string Workload::name(OpId op) const {
     return names_.substr(name_begin_[op], name_begin_[op + 1] - name_begin_[op]);
   }
   const Stream& s = streams_[stream_[op]];
+  if (!label_of_.empty() && label_of_[op] != kNoLabel) {
+    return fmt::format("r{}/{}", s.rank, label(op));
+  }
   return fmt::format("r{}/{}/{}", s.rank, s.name, op - s.first_op);
+}
+
+std::string Workload::label(OpId op) const {
+  if (label_of_.empty() || label_of_[op] == kNoLabel) {
+    return {};
+  }
+  const std::string& what = labels_[label_of_[op]];
+  return label_mb_[op] < 0 ? what : fmt::format("{}.mb{}", what, label_mb_[op]);
 }
 
 std::optional<OpId> Workload::find_op(std::string_view name) const {
@@ -135,7 +146,11 @@ std::size_t Workload::memory_bytes() const {
   std::size_t total = vec(kind_) + vec(stream_) + vec(group_) + vec(peer_) + vec(bytes_) +
                       vec(duration_ns_) + vec(dep_begin_) + vec(deps_) + vec(name_begin_) +
                       names_.capacity() + vec(streams_) + vec(rank_streams_) + vec(pinned_) +
-                      vec(shapes_) + vec(shape_of_);
+                      vec(shapes_) + vec(shape_of_) + vec(label_of_) + vec(label_mb_) +
+                      vec(labels_);
+  for (const std::string& l : labels_) {
+    total += l.capacity();
+  }
   for (const Stream& s : streams_) {
     total += s.name.capacity();
   }
@@ -230,7 +245,28 @@ OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_vi
     names_.append(id);
     name_begin_.push_back(names_.size());
   }
+  if (!label_of_.empty()) {
+    label_of_.push_back(Workload::kNoLabel);
+    label_mb_.push_back(-1);
+  }
   return static_cast<OpId>(kind_.size() - 1);
+}
+
+void WorkloadBuilder::set_label(OpId op, std::string_view label, std::int32_t micro_batch) {
+  if (label_of_.empty()) {
+    label_of_.assign(kind_.size(), Workload::kNoLabel);  // ops so far: none
+    label_mb_.assign(kind_.size(), -1);
+    label_of_.reserve(kind_.capacity());
+    label_mb_.reserve(kind_.capacity());
+  }
+  // Looked up without a copy: most labels repeat (every rank of a stage emits the same ones).
+  auto it = label_index_.find(label);
+  if (it == label_index_.end()) {
+    it = label_index_.emplace(std::string(label), static_cast<std::uint32_t>(labels_.size())).first;
+    labels_.emplace_back(label);
+  }
+  label_of_.at(op) = it->second;
+  label_mb_[op] = micro_batch;
 }
 
 void WorkloadBuilder::add_dep(OpId op, OpId must_finish_first) {
@@ -493,6 +529,22 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     }
     w.names_ = std::move(names);
     w.name_begin_ = std::move(length);
+  }
+
+  // Labels: per op, renumbered; the table as it is.
+  if (!label_of_.empty()) {
+    w.label_of_.assign(n, Workload::kNoLabel);
+    w.label_mb_.assign(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      w.label_of_[new_id[i]] = label_of_[i];
+      w.label_mb_[new_id[i]] = label_mb_[i];
+    }
+    w.labels_ = std::move(labels_);
+    label_of_.clear();
+    label_of_.shrink_to_fit();
+    label_mb_.clear();
+    label_mb_.shrink_to_fit();
+    label_index_.clear();
   }
 
   // Pinned configs: communication ops only, at most one each.

@@ -20,8 +20,16 @@ namespace lagom::models {
 
 struct Kernel {
   traces::ComputeShape shape;
-  double bytes = 0;  // HBM traffic
+  double bytes = 0;            // HBM traffic
+  const char* name = "";       // what it computes, for op labels ("attn.qkv", "mlp.act")
+  const char* pass = nullptr;  // set on backward kernels ("dgrad", "wgrad", "bwd")
 };
+
+// `k` with its label name (a string literal).
+inline Kernel named(Kernel k, const char* name) {
+  k.name = name;
+  return k;
+}
 
 Kernel gemm(double m, double n, double k, int bytes_per_element);
 // The backward of a GEMM: the input gradient (dgrad) and the weight gradient (wgrad).

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -147,9 +149,11 @@ class Workload {
   // Position of the op within its stream.
   OpId position(OpId op) const { return op - streams_[stream_[op]].first_op; }
 
-  // The op's id as written in the workload file; ops built without one are named
-  // "r<rank>/<stream>/<position>".
+  // The op's id as written in the workload file; else, for an op given a label (generated
+  // steps: "L12.attn.qkv.fwd.mb3"), "r<rank>/<label>"; else "r<rank>/<stream>/<position>".
   std::string name(OpId op) const;
+  // The op's label (WorkloadBuilder::set_label), or empty.
+  std::string label(OpId op) const;
   // The op with id `name`, if any (linear in the op count the first time; then cached? no: call
   // sparingly, e.g. for error messages and tests).
   std::optional<OpId> find_op(std::string_view name) const;
@@ -183,6 +187,12 @@ class Workload {
   std::vector<OpId> deps_;
   std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
   std::string names_;
+  // Labels: label_of_[op] indexes labels_ (kNoLabel: none), and label_mb_[op] is the micro-batch
+  // appended as ".mb<N>" (-1: none); both empty when no op has a label.
+  static constexpr std::uint32_t kNoLabel = 0xffffffffu;
+  std::vector<std::uint32_t> label_of_;
+  std::vector<std::int32_t> label_mb_;
+  std::vector<std::string> labels_;
   std::vector<std::pair<OpId, nccl::ConfigOverride>> pinned_;  // sorted by op
   // Compute shapes: shape_of_[op] indexes shapes_ (kNoShape: none); empty when no op has one.
   static constexpr std::uint32_t kNoShape = 0xffffffffu;
@@ -210,6 +220,11 @@ class WorkloadBuilder {
   void pin_config(OpId op, nccl::ConfigOverride config);
   // Describes a compute op's kernel (an error on other kinds at build()).
   void set_compute_shape(OpId op, ComputeShape shape);
+  // A readable label for an op without an explicit id: what it is (layer, kernel, pass) and,
+  // when `micro_batch` >= 0, ".mb<micro_batch>" after it. It names the op "r<rank>/<label>" and
+  // must be unique on its rank. `what` repeats across ranks and micro-batches, so each distinct
+  // one is stored once (8 bytes per op).
+  void set_label(OpId op, std::string_view what, std::int32_t micro_batch = -1);
   void reserve_ops(std::size_t n);
 
   std::uint32_t rank_count() const { return rank_count_; }
@@ -235,6 +250,14 @@ class WorkloadBuilder {
   std::vector<std::uint64_t> name_begin_;
   std::string names_;
   bool any_name_ = false;
+  std::vector<std::uint32_t> label_of_;  // per op once some op has a label
+  std::vector<std::int32_t> label_mb_;
+  std::vector<std::string> labels_;
+  struct LabelHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
+  std::unordered_map<std::string, std::uint32_t, LabelHash, std::equal_to<>> label_index_;
   std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
   std::vector<std::pair<OpId, nccl::ConfigOverride>> pinned_;
   std::vector<std::pair<OpId, ComputeShape>> shapes_;
