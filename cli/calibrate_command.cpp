@@ -334,6 +334,9 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (!parse_command_line(std::vector<std::string>(args.begin() + 1, args.end()), desc, vm)) {
     return kExitOk;  // --help
   }
+  refuse_unsupported_what_ifs(hw, {},
+                              "calibrate fits and checks the cluster as measured; a what-if has "
+                              "nothing measured to fit or check");
   if (!bundle_path.empty() && action != "fit") {
     throw po::error("--measurements is for fit");
   }

@@ -103,6 +103,13 @@ int comm_command(const std::vector<std::string>& args) {
   if (min_bytes > max_bytes) {
     throw Error(fmt::format("-b ({}) is larger than -e ({})", min_text, max_text));
   }
+  if (min_bytes < 1 && max_bytes > min_bytes) {
+    // 0 x F stays 0: the sweep would never reach -e.
+    throw Error(
+        fmt::format("-b {}: a sweep starts at 1 byte or more (-b 0 -e 0 times one empty "
+                    "collective)",
+                    min_text));
+  }
   if (factor < 2 && min_bytes != max_bytes) {
     throw Error(fmt::format("-f {} sweeps nothing: a factor below 2 needs -b equal to -e", factor));
   }
@@ -120,6 +127,10 @@ int comm_command(const std::vector<std::string>& args) {
     throw Error("--chunk must be at least 1 byte");
   }
 
+  refuse_unsupported_what_ifs(
+      hw, {false, true, false},
+      "comm times one collective alone: its kernels are bound by links, not by a GPU's clock "
+      "(--slow-link applies), and it generates no training step to drop replicas from");
   const Hardware h = load_hardware(hw);
   const int nranks = vm.count("ranks") ? ranks : h.cluster.gpu_count();
   if (nranks < 1 || nranks > h.cluster.gpu_count()) {

@@ -63,6 +63,13 @@ int export_command(const std::vector<std::string>& args) {
     throw po::error("--format chakra writes several files: --out takes a path prefix, not -");
   }
 
+  refuse_unsupported_what_ifs(
+      hw, {false, false, true},
+      "a workload file carries ops, not the cluster's speeds: pass --slow-gpu and --slow-link to "
+      "the command that simulates it");
+  if (!hw.down_node.empty() && hw.cluster.empty()) {
+    throw po::error("--down-node needs --cluster (the nodes are the cluster's)");
+  }
   LoadedWorkload in;
   if (model_requested(mo, vm)) {
     if (!vm["workload"].defaulted() || vm.count("chakra")) {
@@ -77,13 +84,14 @@ int export_command(const std::vector<std::string>& args) {
       gpus = h.cluster.gpu_count();
       per_node = h.cluster.gpus_per_node();
       mo.gpu_memory_bytes = h.profile.gpu.memory_GB.value * 1e9;
+      mo.down_nodes = down_nodes(hw, h.cluster.nodes());
     }
     models::GeneratedStep step = generate_from_options(mo, gpus, per_node);
     in = LoadedWorkload{std::move(step.workload), "model:" + mo.model,
                         "fnv1a64:" + hex64(fnv1a64(step.description))};
   } else {
-    if (!hw.cluster.empty() || hw.nodes.given() || !hw.profile.empty()) {
-      throw po::error("--cluster, --nodes and --profile apply to --model");
+    if (!hw.cluster.empty() || hw.nodes.given() || !hw.profile.empty() || !hw.down_node.empty()) {
+      throw po::error("--cluster, --nodes, --profile and --down-node apply to --model");
     }
     in = load_workload_input(input, vm);
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <limits>
+#include <tuple>
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/json_override.hpp"
@@ -61,6 +62,19 @@ void add_hardware_options(po::options_description& desc, HardwareOptions& opts) 
       "down-node", po::value(&opts.down_node)->composing(),
       "N: what-if, node N is down: a generated step (--model) drops the data-parallel replicas "
       "that use it and runs on the rest (repeatable)");
+}
+
+void refuse_unsupported_what_ifs(const HardwareOptions& opts, WhatIfSupport supported,
+                                 std::string_view why) {
+  for (const auto& [flag, given, ok] :
+       {std::tuple<const char*, bool, bool>{"--slow-gpu", !opts.slow_gpu.empty(),
+                                            supported.slow_gpu},
+        {"--slow-link", !opts.slow_link.empty(), supported.slow_link},
+        {"--down-node", !opts.down_node.empty(), supported.down_node}}) {
+    if (given && !ok) {
+      throw po::error(fmt::format("{} does not apply here: {}", flag, why));
+    }
+  }
 }
 
 std::vector<int> down_nodes(const HardwareOptions& opts, int nodes) {

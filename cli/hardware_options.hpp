@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lagom/hardware/profile.hpp"
@@ -38,6 +39,16 @@ struct HardwareOptions {
   std::vector<std::string> down_node;
   bool degraded() const { return !slow_gpu.empty() || !slow_link.empty(); }
 };
+
+// The what-ifs a command honours; the others are refused (boost::program_options::error) with
+// `why`, so that none is accepted and ignored.
+struct WhatIfSupport {
+  bool slow_gpu = false;
+  bool slow_link = false;
+  bool down_node = false;
+};
+void refuse_unsupported_what_ifs(const HardwareOptions& opts, WhatIfSupport supported,
+                                 std::string_view why);
 
 // --down-node's node numbers, each checked against `nodes` (sorted, without repeats).
 std::vector<int> down_nodes(const HardwareOptions& opts, int nodes);

@@ -129,6 +129,10 @@ int overlap_command(const std::vector<std::string>& args) {
   }
   const auto channel_list = parse_list(nchannels_text, "--nchannels", false);
   const auto chunk_list = parse_list(chunk_text, "--chunk", true);
+  refuse_unsupported_what_ifs(
+      hw, {false, true, false},
+      "overlap measures a kernel against a collective on identical GPUs (--slow-link applies; "
+      "use simulate for a slow GPU or a down node)");
   const Hardware h = load_hardware(hw);
   const int nranks = ranks == 0 ? h.cluster.gpu_count() : ranks;
   if (nranks < 1 || nranks > h.cluster.gpu_count()) {

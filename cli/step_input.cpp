@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/program_options/errors.hpp>
 
 #include "lagom/common/hash.hpp"
@@ -65,6 +66,15 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
   }
   if (from_model) {
     mo.down_nodes = down_nodes(hw, s.hardware->cluster.nodes());
+    const int per_node = s.hardware->cluster.gpus_per_node();
+    for (const topologies::SlowGpu& g : s.hardware->cluster.spec().slow_gpus) {
+      if (std::binary_search(mo.down_nodes.begin(), mo.down_nodes.end(), g.gpu / per_node)) {
+        throw po::error(
+            fmt::format("--slow-gpu {}: GPU {} is on node {}, which --down-node takes "
+                        "out",
+                        g.gpu, g.gpu, g.gpu / per_node));
+      }
+    }
     mo.gpu_memory_bytes = s.hardware->profile.gpu.memory_GB.value * 1e9;
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
@@ -78,7 +88,17 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
   } else {
     s.in = load_workload_input(input, vm);
   }
-  if (!hw.slow_link.empty() || !hw.slow_gpu.empty()) {
+  if (hw.degraded()) {
+    // A folded workload (a file exported with --fold): its ranks stand for every replica, which
+    // a slow part makes differ.
+    for (const traces::Group& g : s.in.workload.groups()) {
+      if (g.gpus.size() > g.ranks.size()) {
+        throw po::error(fmt::format(
+            "{} is folded (group '{}' spans {} GPUs with {} ranks): --slow-gpu and --slow-link "
+            "make replicas differ; export the step without --fold",
+            s.in.source, g.name, g.gpus.size(), g.ranks.size()));
+      }
+    }
     warn_measured_ops(s.in.workload, hw);
   }
   return s;

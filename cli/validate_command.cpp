@@ -84,6 +84,9 @@ int validate_command(const std::vector<std::string>& args) {
   }
   const LoadedWorkload in = load_workload_input(input, vm);
   const traces::Workload& w = in.workload;
+  refuse_unsupported_what_ifs(hw, {},
+                              "validate compares a measurement with the cluster as it is; a "
+                              "what-if has nothing measured to compare with");
   const Hardware h = load_hardware(hw);
   sim::Simulation simulation(w, h.cluster, h.profile, sim::SimulationOptions{true, in.source});
   const sim::SimResult simulated = simulation.run();

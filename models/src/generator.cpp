@@ -965,9 +965,10 @@ std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
         "{}: with node{} {} down no data-parallel replica is left (each of the {} uses one)",
         to_string(par), down.size() == 1 ? "" : "s", fmt::join(down, ", "), par.dp));
   }
-  if (cfg.gbs % par.dp != 0) {
-    throw Error(
-        fmt::format("--gbs {} is not a multiple of the data-parallel degree {}", cfg.gbs, par.dp));
+  if (cfg.mbs < 1 || cfg.gbs % (std::int64_t{cfg.mbs} * par.dense_dp()) != 0) {
+    throw Error(fmt::format(
+        "{}: --gbs {} is not a multiple of --mbs {} x data-parallel degree {} = {}", to_string(par),
+        cfg.gbs, cfg.mbs, par.dense_dp(), std::int64_t{cfg.mbs} * par.dense_dp()));
   }
   const auto n_kept = static_cast<std::int64_t>(kept.size());
   std::vector<std::uint32_t> placement(static_cast<std::size_t>(world / par.dp * n_kept));

@@ -237,13 +237,21 @@ class Engine::Impl {
   void schedule(std::uint32_t slot) {
     const Slot& a = slots_[slot];
     std::int64_t dt = 0;
-    if (a.rate == 1.0) {
-      dt = static_cast<std::int64_t>(a.remaining);
-    } else {
-      // Round up so that an op never finishes before its work is done; the small tolerance
-      // absorbs floating-point noise from earlier rate changes.
-      dt = static_cast<std::int64_t>(std::ceil(a.remaining / a.rate - 1e-6));
+    // Round up so that an op never finishes before its work is done; the small tolerance absorbs
+    // floating-point noise from earlier rate changes.
+    const double span = a.rate == 1.0 ? a.remaining : std::ceil(a.remaining / a.rate - 1e-6);
+    // 9e18 ns is 285 years: past it the clock would overflow (a what-if that divides a
+    // bandwidth by millions, a rate near zero).
+    if (!(span + a.t_last.count_ns_double() < 9.0e18)) {
+      throw Error(fmt::format(
+          "{}: the simulated step would last over 285 years (at {:.3g}x its standalone speed): a "
+          "bandwidth or rate is absurd (check --set, --scale, --slow-link and the inputs)",
+          a.is_instance ? fmt::format("a communication instance of {}",
+                                      w_.describe(g_.members(a.subject).front()))
+                        : w_.describe(a.subject),
+          a.rate));
     }
+    dt = static_cast<std::int64_t>(span);
     heap_.push_back(
         Event{a.t_last + Time::ns(std::max<std::int64_t>(dt, 0)), seq_++, slot, a.version});
     std::push_heap(heap_.begin(), heap_.end(), Later());

@@ -191,6 +191,29 @@ TEST(WhatIfCli, StragglersAndADownNode) {
   r = run({"--down-node", "0", "--down-node", "1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "no data-parallel replica is left")) << r.err;
+  // Commands that would accept a what-if and ignore it refuse it instead.
+  r = run_lagom({"comm", "--coll", "allreduce", "--cluster", "dgx-h100", "--down-node", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--down-node does not apply here")) << r.err;
+  r = run_lagom({"overlap", "--cluster", "dgx-h100", "--compute", "gemm:m=4096,n=4096,k=4096",
+                 "--slow-gpu", "3=2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--slow-gpu does not apply here")) << r.err;
+  r = run({"--slow-gpu", "12=2", "--down-node", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "GPU 12 is on node 1, which --down-node takes out")) << r.err;
+  r = run_lagom({"tune", "--model", "llama3-8b", "--parallel", "tp=8,dp=2", "--gbs", "4",
+                 "--cluster", "dgx-h100", "--nodes", "2", "--fold", "--slow-gpu", "3=2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "leave out --fold")) << r.err;
+  // export honours --down-node: the exported step is the one simulate runs.
+  TempDir dir;
+  const std::string file = (dir.path() / "down.json").string();
+  r = run_lagom({"export", "--format", "json", "--out", file, "--model", "llama3-8b",
+                 "--parallel", "tp=8,dp=2", "--gbs", "4", "--cluster", "dgx-h100", "--nodes", "2",
+                 "--down-node", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "(8 ranks,")) << r.out;
   // A workload with measured communication: a slower link cannot slow it, and says so.
   r = run_lagom(
       {"simulate", "--cluster", "dgx-h100", "--slow-link", "node0/gpu1-node0/nvswitch0=2"});

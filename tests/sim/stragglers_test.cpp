@@ -2,6 +2,7 @@
 // modelled, and nothing else), a slow link (its bandwidth divided, routes unchanged) and a down
 // node (the data-parallel replicas that use it dropped, the rest on the GPUs they had), each
 // worked out by hand.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "lagom/common/error.hpp"
@@ -104,12 +105,47 @@ TEST(Stragglers, MistakesAreNamed) {
   EXPECT_EQ(error_of({{16, 2.0}}, {}), "--slow-gpu 16=2: cluster 'dgx-h100' has GPUs 0..15");
   EXPECT_EQ(error_of({{3, 0.5}}, {}),
             "--slow-gpu 3=0.5: the slowdown factor must be from 1 to 1e6, got 0.5");
-  EXPECT_EQ(error_of({{3, 2.0}, {3, 3.0}}, {}), "--slow-gpu 3=3: GPU 3 is slowed twice");
+  EXPECT_EQ(error_of({{3, 2.0}, {3, 3.0}}, {}), "--slow-gpu 3=2: GPU 3 is slowed twice");
+  EXPECT_EQ(error_of({{3, 1.0}, {3, 2.0}}, {}), "--slow-gpu 3=1: GPU 3 is slowed twice");
+  // The same link twice, in either order of its ends (factors would multiply past the cap).
+  EXPECT_EQ(error_of({}, {{"node0/nic0", "leaf0", 2.0}, {"leaf0", "node0/nic0", 2.0}}),
+            "--slow-link node0/nic0-leaf0=2: the link between 'node0/nic0' and 'leaf0' is slowed "
+            "twice");
   EXPECT_EQ(error_of({}, {{"node0/gpu1", "leaf0", 2.0}}),
             "--slow-link node0/gpu1-leaf0=2: cluster 'dgx-h100' has no link between 'node0/gpu1' "
             "and 'leaf0'; 'node0/gpu1' links to node0/nvswitch0, node0/pcie:sw1");
   EXPECT_NE(error_of({}, {{"node9/nic0", "leaf0", 2.0}}).find("'node9/nic0' is not a part of it"),
             std::string::npos);
+}
+
+TEST(Stragglers, AStepBeyondTheClockIsAnErrorNotANegativeTime) {
+  // A 64 GiB all-reduce over a NIC link slowed a million times on top of a 1 MB/s NIC: centuries.
+  // Before, the nanosecond clock overflowed into a negative breakdown.
+  topologies::ClusterSpec spec = topologies::load_cluster_spec("dgx-h100", 2);
+  spec.network.nic_speed_Gbps = 0.008;
+  spec.slow_links = {{"node0/nic0", "leaf0", 1e6}};
+  const topologies::Cluster cluster(spec);
+  const hardware::HardwareProfile profile = hardware::default_profile_for_gpu(spec.gpu_type);
+  // Ranks 0 and 8 (one per node) all-reduce; ranks 1-7 run a 1 us kernel.
+  std::string ranks;
+  for (int r = 0; r <= 8; ++r) {
+    ranks += fmt::format(
+        R"({}{{"rank": {}, "streams": [{{"stream": "m", "ops": [{}]}}]}})", r ? "," : "", r,
+        r == 0 || r == 8
+            ? fmt::format(
+                  R"({{"id": "a{}", "kind": "allreduce", "group": "g", "bytes": 68719476736}})", r)
+            : fmt::format(R"({{"id": "c{}", "kind": "compute", "duration_us": 1}})", r));
+  }
+  const traces::Workload w = workload("[" + ranks + "]", R"({"g": [0, 8]})");
+  for (const bool contention : {false, true}) {
+    try {
+      Simulation sim(w, cluster, profile, SimulationOptions{contention, ""});
+      sim.run();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("over 285 years"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Stragglers, ADownNodeDropsTheReplicasThatUseIt) {

@@ -334,16 +334,22 @@ void Cluster::apply_slow_parts(Impl& m) const {
             fmt::format("{}: cluster '{}' has GPUs 0..{}", what, s.name, s.gpu_count() - 1));
       }
       check_factor(g.factor, what);
-      double& f = m.compute_slowdown[static_cast<std::size_t>(g.gpu)];
-      if (f != 1.0) {
+      if (std::count_if(s.slow_gpus.begin(), s.slow_gpus.end(),
+                        [&](const SlowGpu& o) { return o.gpu == g.gpu; }) > 1) {
         throw Error(fmt::format("{}: GPU {} is slowed twice", what, g.gpu));
       }
-      f = g.factor;
+      m.compute_slowdown[static_cast<std::size_t>(g.gpu)] = g.factor;
     }
   }
   for (const SlowLink& l : s.slow_links) {
     const std::string what = fmt::format("--slow-link {}-{}={}", l.a, l.b, l.factor);
     check_factor(l.factor, what);
+    if (std::count_if(s.slow_links.begin(), s.slow_links.end(), [&](const SlowLink& o) {
+          return (o.a == l.a && o.b == l.b) || (o.a == l.b && o.b == l.a);
+        }) > 1) {
+      throw Error(
+          fmt::format("{}: the link between '{}' and '{}' is slowed twice", what, l.a, l.b));
+    }
     std::vector<std::string> ends_of_a;  // for the error: where `a` does lead
     bool found = false;
     for (std::size_t id = 0; id < m.edges.size(); ++id) {
