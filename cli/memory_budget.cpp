@@ -43,6 +43,11 @@ void check_generated_step(const models::StepSize& size, std::string_view what) {
 }
 
 void check_cluster(std::string_view name, double gpus, double nics) {
+  // Under 1 MiB (clusters of a few hundred GPUs) there is nothing to refuse: the process itself
+  // holds more, and a tight --max-memory meant for the step would blame the cluster.
+  if (gpus * kClusterBytesPerGpu + nics * kClusterBytesPerNic < 1024.0 * 1024.0) {
+    return;
+  }
   check_memory(gpus * kClusterBytesPerGpu + nics * kClusterBytesPerNic,
                fmt::format("cluster '{}' ({:.0f} GPUs, {:.0f} NICs)", name, gpus, nics),
                fmt::format("{:.0f} B per GPU and {:.0f} B per NIC to model", kClusterBytesPerGpu,
