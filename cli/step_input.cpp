@@ -100,6 +100,23 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
       }
     }
     warn_measured_ops(s.in.workload, hw);
+    // A slow GPU that runs no rank changes nothing (a workload on fewer GPUs than the cluster,
+    // or an idle GPU of a replica a down node dropped): say so rather than ignore it.
+    std::vector<char> used(static_cast<std::size_t>(s.hardware->cluster.gpu_count()), 0);
+    for (traces::Rank r = 0; r < s.in.workload.rank_count(); ++r) {
+      const std::uint32_t gpu = s.in.workload.gpu_of(r);
+      if (gpu < used.size()) {
+        used[gpu] = 1;
+      }
+    }
+    for (const topologies::SlowGpu& g : s.hardware->cluster.spec().slow_gpus) {
+      if (!used[static_cast<std::size_t>(g.gpu)]) {
+        warn(
+            fmt::format("--slow-gpu {}={}: GPU {} runs no rank of this step, so it changes "
+                        "nothing",
+                        g.gpu, g.factor, g.gpu));
+      }
+    }
   }
   return s;
 }

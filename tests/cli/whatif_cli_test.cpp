@@ -206,12 +206,16 @@ TEST(WhatIfCli, StragglersAndADownNode) {
                  "--cluster", "dgx-h100", "--nodes", "2", "--fold", "--slow-gpu", "3=2"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "leave out --fold")) << r.err;
+  // A slow GPU that runs nothing: the built-in 4-rank step on an 8-GPU node leaves GPU 6 idle.
+  r = run_lagom({"simulate", "--cluster", "dgx-h100", "--slow-gpu", "6=2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "--slow-gpu 6=2: GPU 6 runs no rank of this step")) << r.err;
   // export honours --down-node: the exported step is the one simulate runs.
   TempDir dir;
   const std::string file = (dir.path() / "down.json").string();
-  r = run_lagom({"export", "--format", "json", "--out", file, "--model", "llama3-8b",
-                 "--parallel", "tp=8,dp=2", "--gbs", "4", "--cluster", "dgx-h100", "--nodes", "2",
-                 "--down-node", "1"});
+  r = run_lagom({"export", "--format", "json", "--out", file, "--model", "llama3-8b", "--parallel",
+                 "tp=8,dp=2", "--gbs", "4", "--cluster", "dgx-h100", "--nodes", "2", "--down-node",
+                 "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "(8 ranks,")) << r.out;
   // A workload with measured communication: a slower link cannot slow it, and says so.
