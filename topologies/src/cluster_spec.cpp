@@ -24,9 +24,10 @@ namespace {
   throw Error(fmt::format("{}: {}: {}", spec.origin.empty() ? spec.name : spec.origin, path, what));
 }
 
-// "cpu3" -> 3, anything else -> -1.
+// "cpu3" -> 3, anything else -> -1: the canonical spelling only ("cpu01" is not socket 1; the
+// graph names sockets "cpu<N>", and a fuzz finding had "cpu01" pass here and miss there).
 int cpu_index(std::string_view id) {
-  if (!id.starts_with("cpu") || id.size() == 3) {
+  if (!id.starts_with("cpu") || id.size() == 3 || (id[3] == '0' && id.size() > 4)) {
     return -1;
   }
   int v = -1;
