@@ -122,7 +122,7 @@ class Cluster {
   friend CommunicatorInfo describe_communicator(const Cluster& cluster, std::span<const int> ranks);
   friend class CommunicatorTraffic;
   void apply_slow_parts(Impl& m) const;  // ClusterSpec::slow_gpus and slow_links
-  std::shared_ptr<const Impl> impl_;  // immutable once built, so copies share it
+  std::shared_ptr<const Impl> impl_;     // immutable once built, so copies share it
 };
 
 // load_cluster_spec() + Cluster(spec): a preset name or a file, with an optional node count.
