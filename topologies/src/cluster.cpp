@@ -10,6 +10,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "cluster_impl.hpp"
 #include "lagom/common/error.hpp"
@@ -119,34 +120,163 @@ std::size_t add_vertex(Graph& g, VertexKind kind, int node, int index) {
   return v;
 }
 
+// The network switches and links (every node's vertices exist already). Switch vertices are
+// Endpoint{kNetworkSwitch, -1, leaf} for leaves (a rail-optimized fabric's leaf r is rail r), the
+// spine or the single switch {.., -1, -1}, and on a fat-tree {.., -2, spine} and {.., -3, core}.
+void build_fabric(Cluster::Impl& m) {
+  const ClusterSpec& s = m.spec;
+  Graph& g = m.graph;
+  const int nics = static_cast<int>(s.network.nics.size());
+  const FabricSpec& f = s.network.fabric;
+  const auto add_link = [&](std::size_t a, std::size_t b, double bw, int count) {
+    EdgeProps p{m.edges.size(), nccl::LinkClass::kNetwork, bw, f.latency_us, count, bw};
+    m.edges.push_back(boost::add_edge(a, b, p, g).first);
+    return p.id;
+  };
+  const auto add_switch = [&](int node, int index, int pod) {
+    internal::NetSwitch sw;
+    sw.vertex = add_vertex(g, VertexKind::kNetworkSwitch, node, index);
+    sw.pod = pod;
+    m.switches.push_back(sw);
+    return static_cast<int>(m.switches.size()) - 1;
+  };
+  const auto connect = [&](int child, int parent, double bw, int cables) {
+    internal::NetSwitch& c = m.switches[static_cast<std::size_t>(child)];
+    const std::size_t id = add_link(c.vertex, m.switches[static_cast<std::size_t>(parent)].vertex,
+                                    bw, cables);
+    c.up.push_back({id, parent, cables});
+    c.up_cables += cables;
+  };
+  m.leaf_of_nic.resize(static_cast<std::size_t>(s.nodes) * static_cast<std::size_t>(nics));
+  std::optional<FatTreeLayout> ft;
+  switch (f.kind) {
+    case FabricKind::kSingleSwitch:
+      m.fabric_tiers = 1;
+      add_switch(-1, -1, 0);
+      std::fill(m.leaf_of_nic.begin(), m.leaf_of_nic.end(), 0);
+      break;
+    case FabricKind::kRailOptimized:
+      m.fabric_tiers = 2;
+      for (int r = 0; r < nics; ++r) {
+        add_switch(-1, r, 0);
+      }
+      add_switch(-1, -1, 0);
+      for (std::size_t k = 0; k < m.leaf_of_nic.size(); ++k) {
+        m.leaf_of_nic[k] = static_cast<int>(k % static_cast<std::size_t>(nics));
+      }
+      break;
+    case FabricKind::kFatTree: {
+      ft = fat_tree_layout(s);
+      m.fabric_tiers = ft->tiers;
+      for (int l = 0; l < ft->leaves; ++l) {
+        add_switch(-1, l, l / ft->leaves_per_pod);
+      }
+      for (int p = 0; p < ft->pods; ++p) {
+        for (int j = 0; j < ft->spines_per_pod; ++j) {
+          add_switch(-2, p * ft->spines_per_pod + j, p);
+        }
+      }
+      for (int c = 0; c < ft->cores(); ++c) {
+        add_switch(-3, c, -1);
+      }
+      for (int node = 0; node < s.nodes; ++node) {
+        for (int i = 0; i < nics; ++i) {
+          m.leaf_of_nic[static_cast<std::size_t>(node) * static_cast<std::size_t>(nics) +
+                        static_cast<std::size_t>(i)] =
+              (node / ft->nodes_per_leaf) * ft->rails + (ft->rails > 1 ? i : 0);
+        }
+      }
+      break;
+    }
+  }
+  // An entry of `count` NICs is one bundle of `count` links whose bandwidths add up; NCCL sees
+  // it as one device of count x the speed (aws-ofi-nccl's multi-rail devices do exactly that).
+  m.nic_link_base = m.edges.size();
+  for (int node = 0; node < s.nodes; ++node) {
+    for (int i = 0; i < nics; ++i) {
+      const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
+                            m.nic_vertex[static_cast<std::size_t>(i)];
+      const int count = s.network.nics[static_cast<std::size_t>(i)].count;
+      const double bw = s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(i));
+      EdgeProps p{m.edges.size(), nccl::LinkClass::kNetwork, bw, f.latency_us, count,
+                  nccl::net_bw(count * s.network.nic_speed_Gbps)};
+      m.edges.push_back(
+          boost::add_edge(v, m.switches[static_cast<std::size_t>(m.leaf_of(node, i))].vertex, p, g)
+              .first);
+    }
+  }
+  if (f.kind == FabricKind::kRailOptimized) {
+    // A leaf's uplinks carry what its `nodes` NICs can send, divided by the taper.
+    for (int r = 0; r < nics; ++r) {
+      const double up =
+          s.nodes * s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(r)) / f.oversubscription;
+      connect(r, nics, up, s.nodes);
+    }
+  } else if (ft) {
+    // Every leaf to every spine of its pod; spine j of every pod to the cores of plane j.
+    const int spine0 = ft->leaves;
+    const int core0 = spine0 + ft->spines();
+    for (int l = 0; l < ft->leaves; ++l) {
+      const int pod = l / ft->leaves_per_pod;
+      for (int j = 0; j < ft->spines_per_pod; ++j) {
+        connect(l, spine0 + pod * ft->spines_per_pod + j, ft->leaf_spine_cables * ft->port_GBps,
+                ft->leaf_spine_cables);
+      }
+    }
+    for (int p = 0; p < ft->pods; ++p) {
+      for (int j = 0; j < ft->spines_per_pod; ++j) {
+        for (int k = 0; k < ft->cores_per_plane; ++k) {
+          connect(spine0 + p * ft->spines_per_pod + j, core0 + j * ft->cores_per_plane + k,
+                  ft->spine_core_cables * ft->port_GBps, ft->spine_core_cables);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
-void Cluster::Impl::network_route(int node_a, int nic_a, int node_b, int nic_b,
-                                  std::vector<std::size_t>& vertices,
-                                  std::vector<std::size_t>& links) const {
-  const std::size_t nics = spec.network.nics.size();
-  const auto nic_link = [&](int node, int nic) {
-    return nic_link_base + static_cast<std::size_t>(node) * nics + static_cast<std::size_t>(nic);
-  };
-  const auto other_end = [&](std::size_t link, std::size_t from) {
-    const auto& e = edges[link];
-    const std::size_t s = boost::source(e, graph);
-    return s == from ? boost::target(e, graph) : s;
-  };
-  const std::size_t start = static_cast<std::size_t>(node_a) * vertices_per_node +
-                            nic_vertex[static_cast<std::size_t>(nic_a)];
-  std::size_t at = start;
-  const auto step = [&](std::size_t link) {
-    links.push_back(link);
-    at = other_end(link, at);
-    vertices.push_back(at);
-  };
-  step(nic_link(node_a, nic_a));
-  if (spec.network.fabric.kind == FabricKind::kRailOptimized && nic_a != nic_b) {
-    step(spine_link_base + static_cast<std::size_t>(nic_a));
-    step(spine_link_base + static_cast<std::size_t>(nic_b));
+int Cluster::Impl::stages_between(int leaf_a, int leaf_b) const {
+  if (leaf_a == leaf_b) {
+    return 0;
   }
-  step(nic_link(node_b, nic_b));
+  if (fabric_tiers == 3 && switches[static_cast<std::size_t>(leaf_a)].pod !=
+                               switches[static_cast<std::size_t>(leaf_b)].pod) {
+    return 2;
+  }
+  return 1;
+}
+
+void Cluster::Impl::up_spread(int leaf, int stages, bool down,
+                              std::vector<internal::FabricHop>& out) const {
+  // (switch, share) at the current height, in switch order.
+  std::map<int, double> layer{{leaf, 1.0}};
+  for (int stage = 1; stage <= stages; ++stage) {
+    std::map<int, double> next;
+    for (const auto& [sw, share] : layer) {
+      const internal::NetSwitch& x = switches[static_cast<std::size_t>(sw)];
+      for (const internal::NetSwitch::Up& u : x.up) {
+        const double part = share * u.cables / x.up_cables;
+        const std::size_t parent = switches[static_cast<std::size_t>(u.parent)].vertex;
+        out.push_back(down ? internal::FabricHop{u.link, parent, x.vertex, part, stage}
+                           : internal::FabricHop{u.link, x.vertex, parent, part, stage});
+        next[u.parent] += part;
+      }
+    }
+    layer = std::move(next);
+  }
+}
+
+void Cluster::Impl::fabric_route(int leaf_a, int leaf_b,
+                                 std::vector<internal::FabricHop>& out) const {
+  const int stages = stages_between(leaf_a, leaf_b);
+  up_spread(leaf_a, stages, false, out);
+  // Down to b: the mirror of b's spread up, highest stage first.
+  std::vector<internal::FabricHop> down;
+  up_spread(leaf_b, stages, true, down);
+  std::stable_sort(down.begin(), down.end(),
+                   [](const auto& x, const auto& y) { return x.stage > y.stage; });
+  out.insert(out.end(), down.begin(), down.end());
 }
 
 Cluster::Cluster(ClusterSpec spec) {
@@ -245,7 +375,7 @@ Cluster::Cluster(ClusterSpec spec) {
     }
   }
 
-  // Network: NIC-to-switch links of every node, then (rail-optimized) leaf-to-spine links.
+  // Network: the switches, every node's NIC-to-leaf links, then the links between tiers.
   m.nic_of_gpu.assign(static_cast<std::size_t>(gpn), -1);
   if (nics > 0) {
     for (int i = 0; i < nics; ++i) {
@@ -253,41 +383,7 @@ Cluster::Cluster(ClusterSpec spec) {
         m.nic_of_gpu[static_cast<std::size_t>(gpu)] = i;
       }
     }
-    const bool rail = s.network.fabric.kind == FabricKind::kRailOptimized;
-    std::vector<std::size_t> leaf;
-    std::size_t spine = 0;
-    if (rail) {
-      for (int r = 0; r < nics; ++r) {
-        leaf.push_back(add_vertex(g, VertexKind::kNetworkSwitch, -1, r));
-      }
-      spine = add_vertex(g, VertexKind::kNetworkSwitch, -1, -1);
-    } else {
-      spine = add_vertex(g, VertexKind::kNetworkSwitch, -1, -1);
-    }
-    // An entry of `count` NICs is one bundle of `count` links whose bandwidths add up; NCCL sees
-    // it as one device of count x the speed (aws-ofi-nccl's multi-rail devices do exactly that).
-    m.nic_link_base = m.edges.size();
-    for (int node = 0; node < s.nodes; ++node) {
-      for (int i = 0; i < nics; ++i) {
-        const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
-                              m.nic_vertex[static_cast<std::size_t>(i)];
-        const int count = s.network.nics[static_cast<std::size_t>(i)].count;
-        add_link(v, rail ? leaf[static_cast<std::size_t>(i)] : spine, nccl::LinkClass::kNetwork,
-                 s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(i)),
-                 s.network.fabric.latency_us, count,
-                 nccl::net_bw(count * s.network.nic_speed_Gbps));
-      }
-    }
-    m.spine_link_base = m.edges.size();
-    if (rail) {
-      // A leaf's uplinks carry what its `nodes` NICs can send, divided by the taper.
-      for (int r = 0; r < nics; ++r) {
-        const double up = s.nodes * s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(r)) /
-                          s.network.fabric.oversubscription;
-        add_link(leaf[static_cast<std::size_t>(r)], spine, nccl::LinkClass::kNetwork, up,
-                 s.network.fabric.latency_us, s.nodes, up);
-      }
-    }
+    build_fabric(m);
   }
 
   m.routes.resize(m.vertices_per_node);
@@ -424,17 +520,14 @@ Path Cluster::path(int a, int b) const {
   if (a == b) {
     return p;
   }
-  // Collect (global vertices, global links) then turn them into hops.
-  std::vector<std::size_t> verts;
-  std::vector<std::size_t> links;
+  // Collect the links crossed (global link, the vertex it is left from, the share) then turn
+  // them into hops.
+  std::vector<internal::FabricHop> crossed;
   const auto append_local = [&](int node, const LocalRoute& r) {
     const std::size_t vb = static_cast<std::size_t>(node) * m.vertices_per_node;
     const std::size_t eb = static_cast<std::size_t>(node) * m.edges_per_node;
-    for (std::size_t k = verts.empty() ? 0 : 1; k < r.vertices.size(); ++k) {
-      verts.push_back(vb + r.vertices[k]);
-    }
-    for (std::size_t e : r.edges) {
-      links.push_back(eb + e);
+    for (std::size_t k = 0; k < r.edges.size(); ++k) {
+      crossed.push_back({eb + r.edges[k], vb + r.vertices[k], vb + r.vertices[k + 1], 1.0, 0});
     }
   };
   const std::size_t ga = m.gpu_vertex[static_cast<std::size_t>(la.local)];
@@ -446,28 +539,39 @@ Path Cluster::path(int a, int b) const {
   } else {
     const int nic_a = nic_of(la.local);
     const int nic_b = nic_of(lb.local);
+    const std::size_t nics = m.spec.network.nics.size();
+    const auto nic_link = [&](int node, int nic) {
+      return m.nic_link_base + static_cast<std::size_t>(node) * nics +
+             static_cast<std::size_t>(nic);
+    };
+    const auto nic_v = [&](int node, int nic) {
+      return static_cast<std::size_t>(node) * m.vertices_per_node +
+             m.nic_vertex[static_cast<std::size_t>(nic)];
+    };
+    const int leaf_a = m.leaf_of(la.node, nic_a);
+    const int leaf_b = m.leaf_of(lb.node, nic_b);
     append_local(la.node, m.route(ga, m.nic_vertex[static_cast<std::size_t>(nic_a)]));
-    m.network_route(la.node, nic_a, lb.node, nic_b, verts, links);
-    const LocalRoute& back = m.route(m.nic_vertex[static_cast<std::size_t>(nic_b)], gb);
-    const std::size_t vb = static_cast<std::size_t>(lb.node) * m.vertices_per_node;
-    const std::size_t eb = static_cast<std::size_t>(lb.node) * m.edges_per_node;
-    for (std::size_t k = 1; k < back.vertices.size(); ++k) {
-      verts.push_back(vb + back.vertices[k]);
-    }
-    for (std::size_t e : back.edges) {
-      links.push_back(eb + e);
-    }
+    crossed.push_back({nic_link(la.node, nic_a), nic_v(la.node, nic_a),
+                       m.switches[static_cast<std::size_t>(leaf_a)].vertex, 1.0, 0});
+    m.fabric_route(leaf_a, leaf_b, crossed);
+    crossed.push_back({nic_link(lb.node, nic_b),
+                       m.switches[static_cast<std::size_t>(leaf_b)].vertex,
+                       nic_v(lb.node, nic_b), 1.0, 0});
+    append_local(lb.node, m.route(m.nic_vertex[static_cast<std::size_t>(nic_b)], gb));
     p.type = nccl::PathType::kNet;
   }
-  for (std::size_t k = 0; k < links.size(); ++k) {
-    const EdgeProps& e = m.edge(links[k]);
-    Hop h{links[k],     m.graph[verts[k]].endpoint, m.graph[verts[k + 1]].endpoint,
-          e.link_class, e.bandwidth_GBps,           e.latency_us};
-    if (h.bandwidth_GBps < p.bottleneck_GBps) {
-      p.bottleneck_GBps = h.bandwidth_GBps;
+  for (const internal::FabricHop& c : crossed) {
+    const EdgeProps& e = m.edge(c.link);
+    Hop h{c.link,       m.graph[c.from].endpoint, m.graph[c.to].endpoint,
+          e.link_class, e.bandwidth_GBps,         e.latency_us,
+          c.share};
+    // A link that carries a share s of the bytes limits the transfer to its bandwidth / s; the
+    // equal-cost paths are equally long, so the latency is the share-weighted sum.
+    if (h.bandwidth_GBps / h.share < p.bottleneck_GBps) {
+      p.bottleneck_GBps = h.bandwidth_GBps / h.share;
       p.bottleneck_class = h.link_class;
     }
-    p.latency_us += h.latency_us;
+    p.latency_us += h.latency_us * h.share;
     p.hops.push_back(h);
   }
   return p;
@@ -509,7 +613,7 @@ std::string Cluster::name_of(const Endpoint& e) const {
     return fmt::format("node{}/pcie:{}", e.node,
                        s.pcie.switches[static_cast<std::size_t>(e.index)].id);
   }
-  if (e.kind == VertexKind::kNetworkSwitch && e.index < 0) {
+  if (e.kind == VertexKind::kNetworkSwitch && e.node == -1 && e.index < 0) {
     return s.network.fabric.kind == FabricKind::kRailOptimized ? "spine" : "switch";
   }
   return describe(e);
@@ -539,6 +643,12 @@ std::string_view to_string(VertexKind kind) {
 
 std::string describe(const Endpoint& e) {
   if (e.kind == VertexKind::kNetworkSwitch) {
+    if (e.node == -2) {
+      return fmt::format("spine{}", e.index);
+    }
+    if (e.node == -3) {
+      return fmt::format("core{}", e.index);
+    }
     return e.index >= 0 ? fmt::format("leaf{}", e.index) : std::string("core-switch");
   }
   return fmt::format("node{}/{}{}", e.node, to_string(e.kind), e.index);

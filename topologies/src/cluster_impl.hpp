@@ -37,6 +37,28 @@ struct LocalRoute {
   bool reachable = false;
 };
 
+// A network switch and its uplinks (link id, parent switch index, cables in the bundle).
+struct NetSwitch {
+  std::size_t vertex = 0;
+  int pod = 0;  // leaves and spines: their pod; cores: -1
+  struct Up {
+    std::size_t link = 0;
+    int parent = 0;
+    int cables = 1;
+  };
+  std::vector<Up> up;
+  int up_cables = 0;  // the sum over `up`
+};
+
+// One fabric link a transfer crosses, with the share of its bytes that takes it (ECMP).
+struct FabricHop {
+  std::size_t link = 0;
+  std::size_t from = 0;  // global vertex it leaves
+  std::size_t to = 0;
+  double share = 1.0;
+  int stage = 0;  // uplink stage, 1: leaf -> spine, 2: spine -> core
+};
+
 }  // namespace internal
 
 struct Cluster::Impl {
@@ -50,10 +72,29 @@ struct Cluster::Impl {
   std::vector<std::size_t> gpu_vertex;  // per local GPU
   std::vector<std::size_t> nic_vertex;  // per NIC
   std::vector<int> nic_of_gpu;          // per local GPU; -1 without NICs
-  // Network: the link id of node n's NIC i is nic_link_base + n * nics + i; on a rail-optimized
-  // fabric the link from leaf r to the spine is spine_link_base + r.
+  // Network: the link id of node n's NIC i is nic_link_base + n * nics + i. The switches,
+  // leaves first (a single switch is leaf 0; a rail-optimized fabric's leaf r is rail r, then
+  // the spine); leaf_of_nic[n * nics + i] is the leaf NIC i of node n hangs off.
   std::size_t nic_link_base = 0;
-  std::size_t spine_link_base = 0;
+  std::vector<internal::NetSwitch> switches;
+  std::vector<int> leaf_of_nic;
+  int fabric_tiers = 1;  // 1: single switch; 2: leaves and spine(s); 3: and cores
+
+  int leaf_of(int node, int nic) const {
+    return leaf_of_nic[static_cast<std::size_t>(node) * spec.network.nics.size() +
+                       static_cast<std::size_t>(nic)];
+  }
+  // Uplink stages a transfer from leaf a to leaf b climbs: 0 on one leaf, 1 through the spines,
+  // 2 through the cores (different pods of a 3-tier fat-tree).
+  int stages_between(int leaf_a, int leaf_b) const;
+  // The uplinks `stages` stages up from `leaf`, each with the share of the leaf's upward bytes
+  // that takes it: ECMP splits at every switch over its uplinks in proportion to their cables.
+  // Appends in stage order, then link id order. With `down`, the same links in the other
+  // direction (what comes down to the leaf from that height; the fabric is cabled alike at every
+  // switch of a tier, so that is the mirror of the spread up).
+  void up_spread(int leaf, int stages, bool down, std::vector<internal::FabricHop>& out) const;
+  // The fabric links between two leaves, in travel order of stages, with their ECMP shares.
+  void fabric_route(int leaf_a, int leaf_b, std::vector<internal::FabricHop>& out) const;
 
   // Per GPU: ClusterSpec::slow_gpus' factors; empty when none is slow.
   std::vector<double> compute_slowdown;
@@ -65,10 +106,6 @@ struct Cluster::Impl {
   const internal::LocalRoute& route(std::size_t src, std::size_t dst) const {
     return routes[src][dst];
   }
-  // The network links between NIC `nic_a` of node `node_a` and NIC `nic_b` of node `node_b`,
-  // with the vertices they pass (global numbering), in travel order.
-  void network_route(int node_a, int nic_a, int node_b, int nic_b,
-                     std::vector<std::size_t>& vertices, std::vector<std::size_t>& links) const;
 };
 
 }  // namespace lagom::topologies

@@ -205,6 +205,60 @@ CpuSpec parse_cpu(const Ctx& ctx, const json& v) {
   return c;
 }
 
+// The fat-tree fields of network.fabric (kind "fat-tree"); cross-field rules (a radix that
+// holds the nodes) are the builder's, which knows the node count.
+FatTreeSpec parse_fat_tree(const Ctx& c, const json& f) {
+  FatTreeSpec t;
+  t.tiers = int_field(c, f, "tiers", 2, 3);
+  {
+    const Ctx cr = c.at("radix");
+    const json& r = require(c, f, "radix");
+    if (r.is_array()) {
+      if (r.size() != static_cast<std::size_t>(t.tiers)) {
+        cr.fail(fmt::format("expected {} port counts (leaf, spine{}), got {}", t.tiers,
+                            t.tiers == 3 ? ", core" : "", r.size()));
+      }
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        t.radix.push_back(get_int(cr.at(i), r[i], 2, 65536));
+      }
+    } else {
+      t.radix.assign(static_cast<std::size_t>(t.tiers), get_int(cr, r, 2, 65536));
+    }
+  }
+  if (optional_field(f, "port_speed_Gbps") != nullptr) {
+    t.port_speed_Gbps = number_field(c, f, "port_speed_Gbps", 8 * kMinBandwidthGBps,
+                                     8 * kMaxBandwidthGBps, false, "Gb/s");
+  }
+  t.rails = bool_field(c, f, "rails");
+  const Ctx co = c.at("oversubscription");
+  const json& o = require(c, f, "oversubscription");
+  if (!o.is_array() || o.size() != static_cast<std::size_t>(t.tiers - 1)) {
+    co.fail(fmt::format("expected an array of {} number{} (one per uplink stage: {}), got {}",
+                        t.tiers - 1, t.tiers == 2 ? "" : "s",
+                        t.tiers == 2 ? "leaf to spine" : "leaf to spine, spine to core",
+                        o.is_array() ? fmt::format("{} entries", o.size()) : type_of(o)));
+  }
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    const json& x = o[i];
+    if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 1.0 ||
+        x.get<double>() > 1024.0) {
+      co.at(i).fail(fmt::format("must be a number from 1 (non-blocking) to 1024, got {}",
+                                x.dump()));
+    }
+    t.oversubscription.push_back(x.get<double>());
+  }
+  if (optional_field(f, "nodes_per_leaf") != nullptr) {
+    t.nodes_per_leaf = int_field(c, f, "nodes_per_leaf", 1, 4096);
+  }
+  if (optional_field(f, "leaves_per_pod") != nullptr) {
+    if (t.tiers != 3) {
+      c.at("leaves_per_pod").fail("only a 3-tier fabric has pods (tiers is 2)");
+    }
+    t.leaves_per_pod = int_field(c, f, "leaves_per_pod", 1, 4096);
+  }
+  return t;
+}
+
 NetworkSpec parse_network(const Ctx& ctx, const json& v) {
   expect_object(
       ctx, v,
@@ -241,14 +295,22 @@ NetworkSpec parse_network(const Ctx& ctx, const json& v) {
   {
     const Ctx c = ctx.at("fabric");
     const json& f = require(ctx, v, "fabric");
-    expect_object(c, f, {"kind", "switch_model", "oversubscription", "latency_us"});
     n.fabric.kind = enum_field<FabricKind>(c, f, "kind",
                                            {{"rail-optimized", FabricKind::kRailOptimized},
-                                            {"single-switch", FabricKind::kSingleSwitch}});
-    n.fabric.switch_model = string_field(c, f, "switch_model");
-    if (optional_field(f, "oversubscription") != nullptr) {
-      n.fabric.oversubscription = number_field(c, f, "oversubscription", 1, 1024, false, "x");
+                                            {"single-switch", FabricKind::kSingleSwitch},
+                                            {"fat-tree", FabricKind::kFatTree}});
+    if (n.fabric.kind == FabricKind::kFatTree) {
+      expect_object(c, f,
+                    {"kind", "switch_model", "latency_us", "tiers", "radix", "port_speed_Gbps",
+                     "rails", "oversubscription", "nodes_per_leaf", "leaves_per_pod"});
+      n.fabric.fat_tree = parse_fat_tree(c, f);
+    } else {
+      expect_object(c, f, {"kind", "switch_model", "oversubscription", "latency_us"});
+      if (optional_field(f, "oversubscription") != nullptr) {
+        n.fabric.oversubscription = number_field(c, f, "oversubscription", 1, 1024, false, "x");
+      }
     }
+    n.fabric.switch_model = string_field(c, f, "switch_model");
     n.fabric.latency_us = number_field(c, f, "latency_us", 0, kMaxLatencyUs, false, "us");
   }
   n.sources = sources_field(ctx, v);

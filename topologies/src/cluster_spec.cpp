@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -276,6 +277,9 @@ void validate(const ClusterSpec& spec) {
   } else {
     check_positive(spec, "network.nic_speed_Gbps", net.nic_speed_Gbps, "Gb/s");
     check_nonneg(spec, "network.fabric.latency_us", net.fabric.latency_us, "us");
+    if (net.fabric.kind == FabricKind::kFatTree) {
+      (void)fat_tree_layout(spec);  // a radix that cannot hold the nodes is an error here
+    }
     if (!(net.fabric.oversubscription >= 1.0) || !std::isfinite(net.fabric.oversubscription)) {
       fail(spec, "network.fabric.oversubscription",
            fmt::format("must be >= 1, got {}", net.fabric.oversubscription));
@@ -433,7 +437,184 @@ std::string_view to_string(NicAffinity affinity) {
 }
 
 std::string_view to_string(FabricKind kind) {
-  return kind == FabricKind::kRailOptimized ? "rail-optimized" : "single-switch";
+  switch (kind) {
+    case FabricKind::kRailOptimized:
+      return "rail-optimized";
+    case FabricKind::kSingleSwitch:
+      return "single-switch";
+    case FabricKind::kFatTree:
+      return "fat-tree";
+  }
+  return "?";
+}
+
+namespace {
+
+int ceil_div(std::int64_t a, std::int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
+
+// Uplinks for `down` ports at oversubscription `o` (down : up), at least 1.
+int uplinks(int down, double o) {
+  return std::max(1, static_cast<int>(std::ceil(static_cast<double>(down) / o - 1e-9)));
+}
+
+// The largest divisor d of `n` with fits(d); 0 when none.
+template <typename F>
+int largest_divisor(int n, F fits) {
+  for (int d = n; d >= 1; --d) {
+    if (n % d == 0 && fits(d)) {
+      return d;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+FatTreeLayout fat_tree_layout(const ClusterSpec& spec) {
+  const FatTreeSpec& t = spec.network.fabric.fat_tree;
+  const std::string f = "network.fabric";
+  if (t.tiers != 2 && t.tiers != 3) {
+    fail(spec, f + ".tiers", fmt::format("must be 2 or 3, got {}", t.tiers));
+  }
+  if (t.radix.size() != static_cast<std::size_t>(t.tiers)) {
+    fail(spec, f + ".radix", fmt::format("needs {} entries, got {}", t.tiers, t.radix.size()));
+  }
+  if (t.oversubscription.size() != static_cast<std::size_t>(t.tiers - 1)) {
+    fail(spec, f + ".oversubscription",
+         fmt::format("needs {} entries (one per uplink stage), got {}", t.tiers - 1,
+                     t.oversubscription.size()));
+  }
+  for (std::size_t i = 0; i < t.oversubscription.size(); ++i) {
+    const double o = t.oversubscription[i];
+    if (!std::isfinite(o) || o < 1.0 || o > 1024.0) {
+      fail(spec, fmt::format("{}.oversubscription[{}]", f, i),
+           fmt::format("must be from 1 (non-blocking) to 1024, got {}", o));
+    }
+  }
+  for (std::size_t i = 0; i < t.radix.size(); ++i) {
+    if (t.radix[i] < 2 || t.radix[i] > 65536) {
+      fail(spec, fmt::format("{}.radix[{}]", f, i),
+           fmt::format("must be from 2 to 65536 ports, got {}", t.radix[i]));
+    }
+  }
+  const double port_Gbps = t.port_speed_Gbps > 0 ? t.port_speed_Gbps : spec.network.nic_speed_Gbps;
+  if (!(port_Gbps > 0) || !std::isfinite(port_Gbps)) {
+    fail(spec, f + ".port_speed_Gbps", fmt::format("must be > 0, got {}", port_Gbps));
+  }
+  FatTreeLayout l;
+  l.tiers = t.tiers;
+  l.port_GBps = port_Gbps / 8.0;
+  // NIC ports a node brings to one leaf: one rail's NICs, or all of them.
+  int per_node = 0;
+  if (t.rails) {
+    l.rails = static_cast<int>(spec.network.nics.size());
+    for (const NicSpec& nic : spec.network.nics) {
+      per_node = std::max(per_node, nic.count);
+    }
+  } else {
+    per_node = spec.nics_per_node();
+  }
+  if (per_node < 1) {
+    fail(spec, "network.nics", "a fat-tree needs NICs");
+  }
+  const int leaf_radix = t.radix[0];
+  const double o1 = t.oversubscription[0];
+  const auto leaf_fits = [&](std::int64_t n) {
+    const std::int64_t down = n * per_node;
+    return down + uplinks(static_cast<int>(std::min<std::int64_t>(down, 1 << 30)), o1) <=
+           leaf_radix;
+  };
+  if (t.nodes_per_leaf > 0) {
+    l.nodes_per_leaf = t.nodes_per_leaf;
+    if (!leaf_fits(l.nodes_per_leaf)) {
+      const int down = l.nodes_per_leaf * per_node;
+      fail(spec, f + ".nodes_per_leaf",
+           fmt::format("a leaf of {} ports cannot hold {} nodes: {} NIC ports and {} uplinks at "
+                       "oversubscription {}",
+                       leaf_radix, l.nodes_per_leaf, down, uplinks(down, o1), o1));
+    }
+  } else {
+    for (int n = 1; leaf_fits(n); ++n) {
+      l.nodes_per_leaf = n;
+    }
+    if (l.nodes_per_leaf == 0) {
+      fail(spec, f + ".radix[0]",
+           fmt::format("a leaf of {} ports cannot hold one node: {} NIC ports and {} uplinks at "
+                       "oversubscription {}",
+                       leaf_radix, per_node, uplinks(per_node, o1), o1));
+    }
+  }
+  l.leaf_down = l.nodes_per_leaf * per_node;
+  l.leaf_up = uplinks(l.leaf_down, o1);
+  l.leaf_groups = ceil_div(spec.nodes, l.nodes_per_leaf);
+  l.leaves = l.leaf_groups * l.rails;
+  const int spine_radix = t.radix[1];
+  if (t.tiers == 2) {
+    l.leaves_per_pod = l.leaves;
+    l.leaf_spine_cables = largest_divisor(
+        l.leaf_up, [&](int c) { return static_cast<std::int64_t>(l.leaves) * c <= spine_radix; });
+    if (l.leaf_spine_cables == 0) {
+      fail(spec, f + ".radix",
+           fmt::format("a 2-tier fat-tree whose spines have {} ports joins at most {} leaves, "
+                       "but {} nodes at {} per leaf{} need {}; use \"tiers\": 3 or fewer nodes",
+                       spine_radix, spine_radix, spec.nodes, l.nodes_per_leaf,
+                       t.rails ? fmt::format(" and {} rails", l.rails) : std::string(),
+                       l.leaves));
+    }
+  } else {
+    const double o2 = t.oversubscription[1];
+    const auto spine_fits = [&](std::int64_t down) {
+      return down + uplinks(static_cast<int>(std::min<std::int64_t>(down, 1 << 30)), o2) <=
+             spine_radix;
+    };
+    if (t.leaves_per_pod > 0) {
+      l.leaves_per_pod = t.leaves_per_pod;
+      if (l.leaves_per_pod % l.rails != 0) {
+        fail(spec, f + ".leaves_per_pod",
+             fmt::format("must be a multiple of the {} rails (a pod holds whole leaf groups), "
+                         "got {}",
+                         l.rails, l.leaves_per_pod));
+      }
+    } else {
+      for (int p = l.rails; spine_fits(p); p += l.rails) {
+        l.leaves_per_pod = p;
+      }
+      if (l.leaves_per_pod == 0) {
+        fail(spec, f + ".radix[1]",
+             fmt::format("a spine of {} ports cannot hold one leaf group's {} leaves and their "
+                         "uplinks at oversubscription {}",
+                         spine_radix, l.rails, o2));
+      }
+    }
+    l.leaf_spine_cables = largest_divisor(
+        l.leaf_up, [&](int c) { return spine_fits(static_cast<std::int64_t>(l.leaves_per_pod) * c); });
+    if (l.leaf_spine_cables == 0) {
+      fail(spec, f + ".leaves_per_pod",
+           fmt::format("a spine of {} ports cannot hold {} leaves and their uplinks at "
+                       "oversubscription {}",
+                       spine_radix, l.leaves_per_pod, o2));
+    }
+    l.pods = ceil_div(l.leaves, l.leaves_per_pod);
+    l.spine_down = l.leaves_per_pod * l.leaf_spine_cables;
+    l.spine_up = uplinks(l.spine_down, o2);
+    const int core_radix = t.radix[2];
+    l.spine_core_cables = largest_divisor(
+        l.spine_up, [&](int c) { return static_cast<std::int64_t>(l.pods) * c <= core_radix; });
+    if (l.spine_core_cables == 0) {
+      fail(spec, f + ".radix[2]",
+           fmt::format("a core switch of {} ports joins at most {} pods, but {} nodes need {} "
+                       "pods of {} leaves",
+                       core_radix, core_radix, spec.nodes, l.pods, l.leaves_per_pod));
+    }
+    l.cores_per_plane = l.spine_up / l.spine_core_cables;
+  }
+  l.spines_per_pod = l.leaf_up / l.leaf_spine_cables;
+  if (t.tiers == 2) {
+    l.spine_down = l.leaves * l.leaf_spine_cables;
+  }
+  return l;
 }
 
 }  // namespace lagom::topologies

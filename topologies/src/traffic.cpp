@@ -36,7 +36,7 @@ void add_path(const Impl& m, const Path& p, double per_byte, Accumulator& acc) {
   for (const Hop& h : p.hops) {
     const auto& e = m.edges[h.link_id];
     const Endpoint& a = m.graph[boost::source(e, m.graph)].endpoint;
-    acc.add(h.link_id, a == h.from ? 0 : 1, per_byte);
+    acc.add(h.link_id, a == h.from ? 0 : 1, per_byte * h.share);
   }
   if (p.type == nccl::PathType::kNet) {
     acc.network = true;
@@ -226,22 +226,28 @@ Footprint CommunicatorTraffic::build(Which w) const {
         break;
       }
       // Across nodes: a GPU sends U/n to each of the n - k remote ranks, all through its NIC, and
-      // receives as much through it; on a rail-optimized fabric what goes to another rail also
-      // crosses the spine.
+      // receives as much through it. What goes to members behind other leaves climbs the fabric:
+      // per leaf, the bytes that leave it (stage 1) and, on a 3-tier fat-tree, its pod (stage 2),
+      // spread by ECMP (Impl::up_spread) and mirrored on the way down (all-to-all is symmetric).
       const std::size_t nics = cluster_.spec().network.nics.size();
-      const bool rail = cluster_.spec().network.fabric.kind == FabricKind::kRailOptimized;
-      std::vector<double> on_rail(nics, 0.0);                      // members per rail
-      std::vector<std::vector<double>> node_rail(nodes, on_rail);  // per node per rail
-      for (std::size_t t = 0; t < nodes; ++t) {
-        for (int g : by_node_[t].second) {
-          const int r = cluster_.nic_of(g);
-          on_rail[static_cast<std::size_t>(r)] += 1;
-          node_rail[t][static_cast<std::size_t>(r)] += 1;
+      std::map<int, double> on_leaf;  // members behind each leaf
+      std::map<int, double> on_pod;   // members behind each pod's leaves
+      const auto pod_of = [&](int leaf) { return m.switches[static_cast<std::size_t>(leaf)].pod; };
+      for (const auto& [node, locals] : by_node_) {
+        for (int g : locals) {
+          const int leaf = m.leaf_of(node, cluster_.nic_of(g));
+          on_leaf[leaf] += 1;
+          on_pod[pod_of(leaf)] += 1;
         }
       }
-      for (std::size_t t = 0; t < nodes; ++t) {
-        const auto& [node, locals] = by_node_[t];
-        const double remote = (n - static_cast<double>(locals.size())) / n;
+      std::map<int, std::array<double, 2>> climbing;  // leaf -> bytes per unit up stages 1, 2
+      for (const auto& [node, locals] : by_node_) {
+        const double k = static_cast<double>(locals.size());
+        std::map<int, double> here;  // this node's members per leaf
+        for (int g : locals) {
+          here[m.leaf_of(node, cluster_.nic_of(g))] += 1;
+        }
+        const double remote = (n - k) / n;
         for (int g : locals) {
           const int r = cluster_.nic_of(g);
           const std::size_t ru = static_cast<std::size_t>(r);
@@ -254,19 +260,22 @@ Footprint CommunicatorTraffic::build(Which w) const {
               direction(m, nic_link, static_cast<std::size_t>(node) * m.vertices_per_node + nv);
           acc.add(nic_link, out, remote);
           acc.add(nic_link, 1 - out, remote);
-          if (rail) {
-            // Remote members on other rails: (all members - this node's) - (this rail's likewise).
-            double other = 0;
-            for (std::size_t q = 0; q < nics; ++q) {
-              if (q != ru) {
-                other += on_rail[q] - node_rail[t][q];
-              }
-            }
-            const std::size_t spine = m.spine_link_base + ru;
-            const Link l = cluster_.link(spine);
-            const int leaf_up = l.a.kind == VertexKind::kNetworkSwitch && l.a.index == r ? 0 : 1;
-            acc.add(spine, leaf_up, other / n);
-            acc.add(spine, 1 - leaf_up, other / n);
+          const int leaf = m.leaf_of(node, r);
+          // Remote members not behind this leaf; then those outside the pod (a node's NICs all
+          // sit in one pod, so none of those is on this node).
+          auto& c = climbing[leaf];
+          c[0] += (n - k - (on_leaf[leaf] - here[leaf])) / n;
+          c[1] += (n - on_pod[pod_of(leaf)]) / n;
+        }
+      }
+      std::vector<internal::FabricHop> hops;
+      for (const auto& [leaf, c] : climbing) {
+        for (bool down : {false, true}) {
+          hops.clear();
+          m.up_spread(leaf, m.fabric_tiers - 1, down, hops);
+          for (const internal::FabricHop& h : hops) {
+            acc.add(h.link, direction(m, h.link, h.from),
+                    h.share * c[static_cast<std::size_t>(h.stage - 1)]);
           }
         }
       }

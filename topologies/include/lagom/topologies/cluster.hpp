@@ -25,9 +25,10 @@ namespace lagom::topologies {
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kNetworkSwitch };
 
-// One vertex of the graph. `node` is -1 for network switches; `index` is the local GPU, NIC,
-// socket or switch number within the node (for network switches: the rail of a leaf, or -1 for
-// the core switch: the spine of a rail-optimized fabric or the single switch).
+// One vertex of the graph. `index` is the local GPU, NIC, socket or switch number within the
+// node. Network switches have a negative `node`: -1 for leaves (index: the leaf, which on a
+// rail-optimized fabric is its rail) and for the spine of a rail-optimized fabric or the single
+// switch (index -1); on a fat-tree -2 for spines and -3 for cores (index: the spine or core).
 struct Endpoint {
   VertexKind kind = VertexKind::kGpu;
   int node = -1;
@@ -55,6 +56,9 @@ struct Hop {
   nccl::LinkClass link_class = nccl::LinkClass::kPcie;
   double bandwidth_GBps = 0;
   double latency_us = 0;
+  // The fraction of the transfer's bytes that cross this link: 1, except on a fabric's
+  // equal-cost uplinks, where ECMP spreads the bytes over them in proportion to their cables.
+  double share = 1.0;
 };
 
 struct CommunicatorInfo;  // communicator.hpp
@@ -64,14 +68,16 @@ struct GpuLocation {
   int local = 0;  // GPU index within its node
 };
 
+// On a fabric with several equal-cost routes (a fat-tree's spines and cores) a path lists every
+// link of every one of them, stage by stage, each hop with the share of the bytes it carries.
 struct Path {
   int from_rank = 0;
   int to_rank = 0;
   nccl::PathType type = nccl::PathType::kLoc;
   std::vector<Hop> hops;       // in order from `from_rank` to `to_rank`; empty for LOC
-  double bottleneck_GBps = 0;  // min over hops; +infinity for LOC (nothing is crossed)
+  double bottleneck_GBps = 0;  // min over hops of bandwidth / share; +infinity for LOC
   std::optional<nccl::LinkClass> bottleneck_class;  // the class of the slowest hop; none for LOC
-  double latency_us = 0;                            // sum over hops
+  double latency_us = 0;  // sum over hops of latency x share (one route's latency)
 };
 
 class Cluster {

@@ -39,6 +39,7 @@ enum class NicAffinity {
 enum class FabricKind {
   kRailOptimized,  // one leaf switch per rail (NIC index), leaves joined by a spine
   kSingleSwitch,   // every NIC on one non-blocking switch (or a fabric that acts like one)
+  kFatTree,        // leaf/spine[/core] tiers of switches of one radix, oversubscription per tier
 };
 
 struct NvLinkSpec {
@@ -96,11 +97,32 @@ struct NicSpec {
   int count = 1;          // identical NICs in this entry, 1..kMaxNicsPerEntry
 };
 
+// A fat-tree (folded Clos) of `tiers` switch tiers whose switches have `radix[tier]` ports of
+// `port_speed_Gbps` (docs/formats/cluster.md, "Fat-trees"):
+//  * leaves take the NICs of `nodes_per_leaf` nodes: all of a node's NICs, or with `rails` one
+//    NIC entry index (rail) each, so that a leaf group of nodes has one leaf per rail;
+//  * a leaf has ceil(down / oversubscription[0]) uplinks, spread evenly over the spines of its
+//    pod (all leaves when tiers is 2; `leaves_per_pod` leaves when it is 3);
+//  * with 3 tiers a spine has ceil(down / oversubscription[1]) uplinks to the core switches of
+//    its plane (spine j of every pod meets the cores of plane j), spread evenly over them.
+// Zero for nodes_per_leaf or leaves_per_pod means "as many as the radix allows". The builder
+// (cluster.cpp) derives the switch counts and refuses a radix that cannot hold them.
+struct FatTreeSpec {
+  int tiers = 2;                         // 2 (leaf, spine) or 3 (leaf, spine, core)
+  std::vector<int> radix;                // ports per switch, per tier (leaf, spine[, core])
+  double port_speed_Gbps = 0;            // one switch-to-switch cable, one direction
+  bool rails = false;                    // one leaf per rail (NIC entry index) per leaf group
+  std::vector<double> oversubscription;  // per uplink stage (tiers - 1 entries), each >= 1
+  int nodes_per_leaf = 0;                // 0: the most a leaf's radix holds
+  int leaves_per_pod = 0;                // 3 tiers only; 0: the most a spine's radix holds
+};
+
 struct FabricSpec {
   FabricKind kind = FabricKind::kSingleSwitch;
   std::string switch_model;
   double oversubscription = 1.0;  // rail-optimized only: leaf-to-spine taper (>= 1)
   double latency_us = 0;          // one network link (NIC-switch or switch-switch)
+  FatTreeSpec fat_tree;           // kFatTree only
 };
 
 struct NetworkSpec {
@@ -113,6 +135,32 @@ struct NetworkSpec {
   std::vector<std::string> sources;
 };
 
+// The switch counts and cabling a fat-tree spec gives on its node count (fat_tree_layout()).
+// A leaf group is `nodes_per_leaf` consecutive nodes; it has one leaf per rail (`rails` of
+// them; 1 without rails). Leaf l is leaf group l / rails, rail l % rails; pod p holds leaves
+// p * leaves_per_pod ... Partial groups and pods (the last ones, when the node count does not
+// fill them) are cabled as full ones.
+struct FatTreeLayout {
+  int tiers = 2;
+  int rails = 1;               // leaves per leaf group
+  int nodes_per_leaf = 0;
+  int leaf_groups = 0;         // ceil(nodes / nodes_per_leaf)
+  int leaves = 0;              // leaf_groups * rails
+  int leaf_down = 0;           // NIC ports of a full leaf
+  int leaf_up = 0;             // uplinks of a leaf: ceil(leaf_down / oversubscription[0])
+  int leaves_per_pod = 0;      // every leaf with 2 tiers
+  int pods = 1;                // ceil(leaves / leaves_per_pod)
+  int spines_per_pod = 0;      // leaf_up / leaf_spine_cables
+  int leaf_spine_cables = 0;   // between a leaf and each spine of its pod
+  int spine_down = 0;          // leaves_per_pod * leaf_spine_cables
+  int spine_up = 0;            // 3 tiers: ceil(spine_down / oversubscription[1])
+  int cores_per_plane = 0;     // 3 tiers: spine_up / spine_core_cables
+  int spine_core_cables = 0;   // 3 tiers: between a spine and each core of its plane
+  double port_GBps = 0;        // one cable, one direction
+  int spines() const { return pods * spines_per_pod; }
+  int cores() const { return spines_per_pod * cores_per_plane; }
+};
+
 // What-ifs on single parts of a cluster: the modelling commands' --slow-gpu and --slow-link
 // (docs/whatif.md, "Stragglers"). Cluster files do not carry them.
 struct SlowGpu {
@@ -121,7 +169,7 @@ struct SlowGpu {
 };
 struct SlowLink {
   std::string a;        // the link's two ends as Cluster::name_of names them ("node1/nic0",
-  std::string b;        // "leaf0", "node0/gpu3", "node0/nvswitch0", "spine")
+  std::string b;        // "leaf0", "node0/gpu3", "node0/nvswitch0", "spine", "spine3", "core0")
   double factor = 1.0;  // it carries 1 / `factor` of its bandwidth, each direction (>= 1)
 };
 
@@ -164,6 +212,11 @@ struct ClusterSpec {
     return n;
   }
 };
+
+// The layout of `spec`'s fat-tree (network.fabric.kind "fat-tree") on spec.nodes nodes. Throws
+// lagom::Error naming the field when a radix cannot hold what it must (a leaf its NIC ports and
+// uplinks, a spine its pod's leaves and its uplinks, a 2-tier spine every leaf, a core every pod).
+FatTreeLayout fat_tree_layout(const ClusterSpec& spec);
 
 // Largest node count a cluster may have (keeps graphs of 16k-GPU clusters in a few MB and
 // rejects typos such as --nodes 1000000).
