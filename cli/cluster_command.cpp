@@ -193,11 +193,37 @@ std::string_view vendor_name(nccl::CpuVendor v) {
   return "";
 }
 
+std::string cables(int n) {
+  return fmt::format("{} cable{}", n, n == 1 ? "" : "s");
+}
+
 std::string fabric_text(const topo::ClusterSpec& s) {
   const topo::FabricSpec& f = s.network.fabric;
   std::string text = fmt::format("{}: {}", to_string(f.kind), f.switch_model);
   if (f.kind == topo::FabricKind::kRailOptimized) {
     text += fmt::format(", oversubscription {}", num(f.oversubscription));
+  }
+  if (f.kind == topo::FabricKind::kFatTree) {
+    const topo::FatTreeLayout l = topo::fat_tree_layout(s);
+    std::vector<std::string> over;
+    for (double o : f.fat_tree.oversubscription) {
+      over.push_back(num(o) + ":1");
+    }
+    text += fmt::format(
+        ", {} tiers, {} Gb/s ports; {} leaves ({} nodes each{}: {} NIC ports, {} uplinks), ",
+        l.tiers, num(l.port_GBps * 8.0), l.leaves, l.nodes_per_leaf,
+        l.rails > 1 ? fmt::format(", one leaf per rail of {}", l.rails) : std::string(),
+        l.leaf_down, l.leaf_up);
+    if (l.tiers == 2) {
+      text += fmt::format("{} spines ({} to each leaf)", l.spines(), cables(l.leaf_spine_cables));
+    } else {
+      text += fmt::format(
+          "{} pods of {} leaves under {} spines ({} to each leaf, {} uplinks), {} cores "
+          "({} per plane, {} to each spine)",
+          l.pods, l.leaves_per_pod, l.spines_per_pod, cables(l.leaf_spine_cables), l.spine_up,
+          l.cores(), l.cores_per_plane, cables(l.spine_core_cables));
+    }
+    text += fmt::format("; oversubscription {}", fmt::join(over, ", "));
   }
   return text + fmt::format("; {}{}us per network link", num(f.latency_us), kHardSpace);
 }
@@ -257,6 +283,28 @@ Json cluster_json(const topo::ClusterSpec& s) {
                       {"switch_model", net.fabric.switch_model},
                       {"oversubscription", net.fabric.oversubscription},
                       {"latency_us", net.fabric.latency_us}}}};
+    if (net.fabric.kind == topo::FabricKind::kFatTree) {
+      const topo::FatTreeLayout l = topo::fat_tree_layout(s);
+      Json& f = c["network"]["fabric"];
+      f["oversubscription"] = net.fabric.fat_tree.oversubscription;
+      f["radix"] = net.fabric.fat_tree.radix;
+      f["layout"] = {{"tiers", l.tiers},
+                     {"rails", l.rails},
+                     {"port_GBps", l.port_GBps},
+                     {"nodes_per_leaf", l.nodes_per_leaf},
+                     {"leaves", l.leaves},
+                     {"leaf_nic_ports", l.leaf_down},
+                     {"leaf_uplinks", l.leaf_up},
+                     {"leaves_per_pod", l.leaves_per_pod},
+                     {"pods", l.pods},
+                     {"spines_per_pod", l.spines_per_pod},
+                     {"spines", l.spines()},
+                     {"leaf_spine_cables", l.leaf_spine_cables},
+                     {"spine_uplinks", l.spine_up},
+                     {"cores", l.cores()},
+                     {"cores_per_plane", l.cores_per_plane},
+                     {"spine_core_cables", l.spine_core_cables}};
+    }
   }
   c["assumptions"] = s.assumptions;
   c["sources"] = s.sources;

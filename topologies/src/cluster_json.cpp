@@ -319,7 +319,8 @@ NetworkSpec parse_network(const Ctx& ctx, const json& v) {
 
 }  // namespace
 
-ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin) {
+ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin,
+                               std::optional<int> nodes) {
   const json doc = json_reader::parse_document(text, origin, kClusterFormat);
   const Ctx ctx{origin, ""};
   if (!doc.is_object()) {
@@ -401,6 +402,9 @@ ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin) {
         c.at(name).fail(fmt::format("expected a string or an integer, got {}", type_of(value)));
       }
     }
+  }
+  if (nodes) {
+    spec.nodes = *nodes;  // before validate(): a fat-tree is sized for the node count in use
   }
   validate(spec);
   return spec;

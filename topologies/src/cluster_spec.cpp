@@ -397,12 +397,9 @@ ClusterSpec cluster_spec_of(const ClusterDocument& doc, std::optional<int> nodes
   if (nodes && (*nodes < 1 || *nodes > kMaxNodes)) {
     throw Error(fmt::format("the node count must be between 1 and {}, got {}", kMaxNodes, *nodes));
   }
-  ClusterSpec spec = parse_cluster_json(doc.text, doc.origin);
-  if (nodes) {
-    spec.nodes = *nodes;
-    validate(spec);  // e.g. a cluster without NICs cannot have 2 nodes
-  }
-  return spec;
+  // The cross-field checks see the node count in use (a cluster without NICs cannot have 2 nodes;
+  // a fat-tree's radix must hold them).
+  return parse_cluster_json(doc.text, doc.origin, nodes);
 }
 
 ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes) {
@@ -558,7 +555,7 @@ FatTreeLayout fat_tree_layout(const ClusterSpec& spec) {
     if (l.leaf_spine_cables == 0) {
       fail(spec, f + ".radix",
            fmt::format("a 2-tier fat-tree whose spines have {} ports joins at most {} leaves, "
-                       "but {} nodes at {} per leaf{} need {}; use \"tiers\": 3 or fewer nodes",
+                       "but {} nodes at {} per leaf{} need {}; use 3 tiers (\"tiers\": 3, with an oversubscription per stage) or fewer nodes",
                        spine_radix, spine_radix, spec.nodes, l.nodes_per_leaf,
                        t.rails ? fmt::format(" and {} rails", l.rails) : std::string(),
                        l.leaves));

@@ -226,7 +226,9 @@ inline constexpr int kMaxNicsPerEntry = 64;
 
 // Parses a cluster document. `origin` names it in error messages. Throws lagom::Error naming the
 // origin, the JSON path (e.g. "network.nics[2].gpus[0]") and what was expected.
-ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin);
+// `nodes`, when given, replaces nodes.count before the cross-field checks.
+ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin,
+                               std::optional<int> nodes = {});
 
 // Checks the cross-field rules (ids resolve, NIC affinities cover every GPU once, the switch
 // tree has no cycle, sources are cited...). parse_cluster_json() calls it; call it again after
