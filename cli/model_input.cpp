@@ -8,7 +8,9 @@
 
 #include "command_line.hpp"
 #include "lagom/common/error.hpp"
+#include "lagom/common/json_reader.hpp"
 #include "lagom/models/model_spec.hpp"
+#include "lagom/models/placement.hpp"
 #include "memory_budget.hpp"
 
 namespace lagom::cli {
@@ -46,6 +48,9 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
       "fold", po::bool_switch(&opts.fold),
       "simulate one data-parallel replica for all (they behave identically; data-parallel "
       "collectives still span every GPU): same step time, dp times fewer ranks")(
+      "placement", po::value(&opts.placement),
+      "rank placement file (docs/formats/placement.md): the order the job fills the nodes, or a "
+      "GPU per rank; default: packed (rank i on GPU i)")(
       "list-models", "list the models in the zoo and exit");
 }
 
@@ -60,6 +65,11 @@ bool model_requested(const ModelOptions& opts, const po::variables_map& vm) {
   }
   if (opts.recompute || opts.fold) {
     throw po::error("--recompute and --fold describe a generated step: they need --model");
+  }
+  if (!opts.placement.empty()) {
+    throw po::error(
+        "--placement places a generated step's ranks: it needs --model (a workload file's ranks "
+        "are fixed)");
   }
   return false;
 }
@@ -132,6 +142,11 @@ models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, 
   Prepared p = prepare(opts, gpus, gpus_per_node);
   const models::Parallelism whole = p.par;
   const int whole_gbs = p.cfg.gbs;
+  if (!opts.placement.empty()) {
+    p.cfg.placement = models::parse_placement(
+        json_reader::read_text_file(opts.placement, "placement file"), opts.placement,
+        p.par.world(), gpus, gpus_per_node);
+  }
   const std::vector<int> dropped =
       models::place_around_down_nodes(p.par, p.cfg, opts.down_nodes, gpus_per_node);
   // The generator's rules (in counting), then GPU memory (the planner's question), then whether
@@ -141,6 +156,9 @@ models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, 
   check_generated_step(
       size, fmt::format("{} with {}, gbs {}", p.model.name, models::to_string(p.par), p.cfg.gbs));
   models::GeneratedStep step = models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
+  if (!opts.placement.empty()) {
+    step.description += fmt::format("; ranks placed by {}", opts.placement);
+  }
   if (!dropped.empty()) {
     step.description += fmt::format(
         "; node{} {} down: {} of the {} data-parallel replicas of {} dropped (replica{} {}, {} "

@@ -22,6 +22,7 @@ struct ModelOptions {
   bool fold = false;
   double gpu_memory_bytes = 0;  // > 0: refuse steps that do not fit
   std::vector<int> down_nodes;  // --down-node: replicas using these nodes are dropped
+  std::string placement;        // --placement FILE (docs/formats/placement.md); empty: packed
 };
 
 void add_model_options(boost::program_options::options_description& desc, ModelOptions& opts);

@@ -2,6 +2,7 @@
 #include "step_input.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <boost/program_options/errors.hpp>
@@ -32,6 +33,31 @@ void warn_measured_ops(const traces::Workload& w, const HardwareOptions& hw) {
 
 }  // namespace
 
+bool replicas_may_differ(const HardwareOptions& hw, const ModelOptions& mo) {
+  return hw.degraded() || !mo.placement.empty();
+}
+
+void refuse_fold_if_replicas_differ(const HardwareOptions& hw, const ModelOptions& mo,
+                                    std::string_view instead) {
+  if (!mo.fold || !replicas_may_differ(hw, mo)) {
+    return;
+  }
+  std::vector<std::string> why;
+  if (!hw.slow_gpu.empty()) {
+    why.emplace_back("--slow-gpu");
+  }
+  if (!hw.slow_link.empty()) {
+    why.emplace_back("--slow-link");
+  }
+  if (!mo.placement.empty()) {
+    why.emplace_back("--placement");
+  }
+  throw po::error(fmt::format(
+      "{} can make data-parallel replicas differ, which --fold assumes they do not: leave out "
+      "--fold ({})",
+      fmt::join(why, " and "), instead));
+}
+
 StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
                           const po::variables_map& vm, bool need_cluster) {
   const bool from_model = model_requested(mo, vm);
@@ -55,11 +81,7 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
         "--down-node drops the data-parallel replicas that use the node: it needs a generated "
         "step (--model); a workload file's ranks are fixed");
   }
-  if (hw.degraded() && mo.fold) {
-    throw po::error(
-        "--slow-gpu and --slow-link make replicas differ, which --fold assumes they do not: "
-        "leave out --fold (--down-node keeps the remaining replicas alike and folds)");
-  }
+  refuse_fold_if_replicas_differ(hw, mo, "--down-node keeps the remaining replicas alike and folds");
   StepInput s;
   if (!hw.cluster.empty()) {
     s.hardware = load_hardware(hw);

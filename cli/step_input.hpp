@@ -6,6 +6,7 @@
 #include <boost/program_options/variables_map.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "hardware_options.hpp"
 #include "lagom/models/generator.hpp"
@@ -29,6 +30,14 @@ struct StepInput {
 // Checks the combination (--workload, --chakra and --model are alternatives; --model, --nodes
 // and --profile need --cluster, which `need_cluster` makes mandatory) and loads the step:
 // boost::program_options::error for the command line, lagom::Error for bad input.
+// --fold assumes the data-parallel replicas behave alike; --slow-gpu, --slow-link and
+// --placement can make them differ. Throws boost::program_options::error when `mo` asks to fold
+// such a step; `instead` says what happens without --fold ("searches then run unfolded").
+void refuse_fold_if_replicas_differ(const HardwareOptions& hw, const ModelOptions& mo,
+                                    std::string_view instead);
+// Whether the replicas may differ (the condition above, without the error).
+bool replicas_may_differ(const HardwareOptions& hw, const ModelOptions& mo);
+
 StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
                           const boost::program_options::variables_map& vm, bool need_cluster);
 

@@ -193,13 +193,9 @@ search::Method method_of(const std::string& name) {
 
 SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, ModelOptions mo,
                          const TuneOptions& t, const po::variables_map& vm) {
-  // Only a generated step folds, and not one whose replicas differ (--slow-gpu, --slow-link).
-  if (mo.fold && hw.degraded()) {
-    throw po::error(
-        "--slow-gpu and --slow-link make replicas differ, which --fold assumes they do not: "
-        "leave out --fold (searches then run unfolded)");
-  }
-  mo.fold = !t.no_fold && model_requested(mo, vm) && !hw.degraded();
+  // Only a generated step folds, and not one whose replicas may differ.
+  refuse_fold_if_replicas_differ(hw, mo, "searches then run unfolded");
+  mo.fold = !t.no_fold && model_requested(mo, vm) && !replicas_may_differ(hw, mo);
   SearchSetup s;
   s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));
   const Hardware& h = *s.step->hardware;

@@ -838,6 +838,9 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
     throw Error(fmt::format("{}: {}", what, why));
   };
   check_world(p, what);
+  if (!c.placement.empty() && static_cast<std::int64_t>(c.placement.size()) != p.world()) {
+    fail(fmt::format("the placement has {} GPUs for {} ranks", c.placement.size(), p.world()));
+  }
   if (c.mbs < 1) {
     fail(fmt::format("--mbs must be at least 1, got {}", c.mbs));
   }
@@ -946,13 +949,16 @@ std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
   // Layout position = tp + TP (ep + EP (dp + DP pp)): a GPU's replica is its dp coordinate.
   const std::int64_t world = par.world();
   const std::int64_t per_replica_row = std::int64_t{par.tp} * par.ep;
+  // A position's GPU: cfg.placement's (a placement file), or the position itself (packed).
+  const std::vector<std::uint32_t> was_on = std::move(cfg.placement);
+  const auto gpu_of = [&](std::int64_t position) {
+    return was_on.empty() ? position : std::int64_t{was_on[static_cast<std::size_t>(position)]};
+  };
+  const std::set<int> down_set(down.begin(), down.end());
   std::vector<char> dropped(static_cast<std::size_t>(par.dp), 0);
-  for (int node : down) {
-    for (int local = 0; local < gpus_per_node; ++local) {
-      const std::int64_t gpu = std::int64_t{node} * gpus_per_node + local;
-      if (gpu >= 0 && gpu < world) {
-        dropped[static_cast<std::size_t>((gpu / per_replica_row) % par.dp)] = 1;
-      }
+  for (std::int64_t position = 0; position < world; ++position) {
+    if (down_set.contains(static_cast<int>(gpu_of(position) / gpus_per_node))) {
+      dropped[static_cast<std::size_t>((position / per_replica_row) % par.dp)] = 1;
     }
   }
   std::vector<int> out;
@@ -961,6 +967,7 @@ std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
     (dropped[static_cast<std::size_t>(r)] ? out : kept).push_back(r);
   }
   if (kept.empty()) {
+    cfg.placement = was_on;
     throw Error(fmt::format(
         "{}: with node{} {} down no data-parallel replica is left (each of the {} uses one)",
         to_string(par), down.size() == 1 ? "" : "s", fmt::join(down, ", "), par.dp));
@@ -978,7 +985,7 @@ std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
         const std::int64_t now = row + per_replica_row * (r + n_kept * pp);
         const std::int64_t was =
             row + per_replica_row * (kept[static_cast<std::size_t>(r)] + std::int64_t{par.dp} * pp);
-        placement[static_cast<std::size_t>(now)] = static_cast<std::uint32_t>(was);
+        placement[static_cast<std::size_t>(now)] = static_cast<std::uint32_t>(gpu_of(was));
       }
     }
   }

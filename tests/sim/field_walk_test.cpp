@@ -339,6 +339,58 @@ TEST(FieldWalk, EveryClusterNumberChangesAnAnswerOrIsDescriptive) {
   }
 }
 
+// The fat-tree's numbers, on a small 3-tier fabric where every tier binds: 16 nodes, 2 per leaf
+// (8 leaves of 16 NIC ports and 8 uplinks at 2:1), pods of 4 leaves under 8 spines (4 ports
+// down, 2 up at 2:1), 8 cores. The core radix only spreads a spine's uplinks over more or fewer
+// cores (ECMP's even spread keeps their capacity), so it moves nothing unless it refuses the
+// layout: docs/formats/cluster.md says so. `tiers` is structure (its oversubscription list must
+// change with it).
+TEST(FieldWalk, EveryFabricNumberChangesAnAnswer) {
+  json doc = json::parse(topologies::cluster_preset_text("superpod-h100-16k"));
+  doc["nodes"]["count"] = 16;
+  doc["network"]["fabric"] = {{"kind", "fat-tree"},     {"switch_model", "test"},
+                              {"tiers", 3},             {"radix", {24, 6, 8}},
+                              {"rails", false},         {"oversubscription", {2, 2}},
+                              {"port_speed_Gbps", 400}, {"latency_us", 0.5}};
+  const hardware::HardwareProfile profile = hardware::default_profile_for_gpu("H100-SXM-80GB");
+  const Walk w = walk(
+      doc,
+      [](const std::string& f) {
+        return !f.starts_with("network.fabric.") || f == "network.fabric.tiers" ||
+               f == "network.fabric.radix[2]";
+      },
+      [&](const json& d) {
+        // Collective times over every GPU and a cross-pod transfer's footprint (what the
+        // contention model loads); the full step of answers() is laid out for 2 nodes.
+        const topologies::Cluster c(topologies::parse_cluster_json(d.dump(), "fabric"));
+        std::vector<int> ranks(static_cast<std::size_t>(c.gpu_count()));
+        std::iota(ranks.begin(), ranks.end(), 0);
+        const topologies::CommunicatorInfo info = topologies::describe_communicator(c, ranks);
+        const CollectiveModel model(profile, info);
+        std::vector<double> out;
+        for (CollKind kind : {CollKind::kAllToAll, CollKind::kAllReduce, CollKind::kAllGather}) {
+          for (Protocol proto : {Protocol::kSimple, Protocol::kLL}) {
+            CommConfig cfg;
+            cfg.proto = proto;
+            cfg.nchannels = 8;
+            cfg.chunk_bytes = 1 << 19;
+            out.push_back(model.estimate(kind, std::int64_t{1} << 28, cfg).time_us);
+          }
+        }
+        const topologies::Footprint far = info.traffic->pair(0, c.gpu_count() - 1);
+        out.push_back(far.worst[static_cast<int>(nccl::LinkClass::kNetwork)]);
+        out.push_back(far.net_latency_us);
+        return out;
+      });
+  EXPECT_EQ(w.still, std::set<std::string>{});
+  EXPECT_EQ(w.rejected, std::set<std::string>{});
+  EXPECT_EQ(w.moved,
+            (std::set<std::string>{"network.fabric.latency_us", "network.fabric.oversubscription[0]",
+                                   "network.fabric.oversubscription[1]",
+                                   "network.fabric.port_speed_Gbps", "network.fabric.radix[0]",
+                                   "network.fabric.radix[1]"}));
+}
+
 // Documented in docs/formats/profile.md ("Fields that change nothing"): used only where this
 // walk does not look, or never (for the reason given there).
 bool quiet_profile_field(const std::string& f) {

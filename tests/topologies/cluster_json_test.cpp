@@ -25,8 +25,9 @@ std::string preset_text(const std::string& name) {
 }
 
 TEST(ClusterPresets, ListsEveryPreset) {
-  EXPECT_EQ(list_cluster_presets(), (std::vector<std::string>{"a40-nvlink", "a40-pcie", "aws-p5",
-                                                              "dgx-a100", "dgx-h100", "hgx-h200"}));
+  EXPECT_EQ(list_cluster_presets(),
+            (std::vector<std::string>{"a40-nvlink", "a40-pcie", "aws-p5", "dgx-a100", "dgx-h100",
+                                      "hgx-h200", "superpod-h100", "superpod-h100-16k"}));
   // The embedded text is the preset's file.
   EXPECT_EQ(std::string(cluster_preset_text("aws-p5")), preset_text("aws-p5"));
   EXPECT_NE(error_of([] { cluster_preset_text("p5"); }).find("unknown cluster preset 'p5'"),
@@ -34,17 +35,21 @@ TEST(ClusterPresets, ListsEveryPreset) {
 }
 
 TEST(ClusterPresets, EveryPresetLoadsWithOneNodeAndCitesItsSources) {
+  // Node presets describe one node; fabric presets (a fat-tree) the system their sources count.
+  const std::map<std::string, int> systems{{"superpod-h100", 127}, {"superpod-h100-16k", 2048}};
   for (const std::string& name : list_cluster_presets()) {
     SCOPED_TRACE(name);
     const ClusterSpec spec = load_cluster_spec(name);
+    const int nodes = systems.contains(name) ? systems.at(name) : 1;
     EXPECT_EQ(spec.name, name);
     EXPECT_EQ(spec.origin, "preset:" + name);
-    EXPECT_EQ(spec.nodes, 1);
+    EXPECT_EQ(spec.nodes, nodes);
+    EXPECT_EQ(spec.network.fabric.kind == FabricKind::kFatTree, nodes > 1);
     EXPECT_EQ(spec.gpus_per_node, 8);
     EXPECT_FALSE(spec.sources.empty());
     EXPECT_FALSE(spec.network.nics.empty());
     const Cluster c(spec);
-    EXPECT_EQ(c.gpu_count(), 8);
+    EXPECT_EQ(c.gpu_count(), 8 * nodes);
     // The embedded copy is the file in the source tree.
     EXPECT_EQ(parse_cluster_json(preset_text(name), "x").name, name);
   }

@@ -19,8 +19,11 @@ std::size_t expected_vertices(const ClusterSpec& s) {
                                (s.intra_node.kind == IntraNodeKind::kNvSwitch ? 1 : 0) +
                                s.pcie.switches.size() + static_cast<std::size_t>(s.cpu.sockets) +
                                s.network.nics.size();
-  const std::size_t network =
-      s.network.fabric.kind == FabricKind::kRailOptimized ? s.network.nics.size() + 1 : 1;
+  std::size_t network = s.network.fabric.kind == FabricKind::kRailOptimized ? s.network.nics.size() + 1 : 1;
+  if (s.network.fabric.kind == FabricKind::kFatTree) {
+    const FatTreeLayout l = fat_tree_layout(s);
+    network = static_cast<std::size_t>(l.leaves + l.spines() + l.cores());
+  }
   return static_cast<std::size_t>(s.nodes) * per_node + network;
 }
 
@@ -33,7 +36,12 @@ std::size_t expected_links(const ClusterSpec& s) {
                                static_cast<std::size_t>(s.gpus_per_node) + s.network.nics.size() +
                                sockets * (sockets - 1) / 2;
   const std::size_t nics = s.network.nics.size();
-  const std::size_t spine = s.network.fabric.kind == FabricKind::kRailOptimized ? nics : 0;
+  std::size_t spine = s.network.fabric.kind == FabricKind::kRailOptimized ? nics : 0;
+  if (s.network.fabric.kind == FabricKind::kFatTree) {
+    // Every leaf to each spine of its pod, every spine to each core of its plane.
+    const FatTreeLayout l = fat_tree_layout(s);
+    spine = static_cast<std::size_t>(l.leaves * l.spines_per_pod + l.spines() * l.cores_per_plane);
+  }
   return static_cast<std::size_t>(s.nodes) * (per_node + nics) + spine;
 }
 

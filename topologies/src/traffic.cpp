@@ -79,15 +79,24 @@ Footprint finish(const Impl& m, Accumulator&& acc) {
 CommunicatorTraffic::CommunicatorTraffic(const Cluster& cluster, std::span<const int> ranks)
     : cluster_(cluster), ranks_(ranks.begin(), ranks.end()) {
   std::sort(ranks_.begin(), ranks_.end());
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    if (i > 0 && ranks_[i] == ranks_[i - 1]) {
+  for (std::size_t i = 1; i < ranks_.size(); ++i) {
+    if (ranks_[i] == ranks_[i - 1]) {
       throw Error(fmt::format("rank {} appears twice in the communicator", ranks_[i]));
     }
-    const GpuLocation loc = cluster_.locate(ranks_[i]);
-    if (by_node_.empty() || by_node_.back().first != loc.node) {
+  }
+  // Nodes in the order the communicator's ranks first reach them, as NCCL numbers them (its
+  // inter-node rings and trees follow that order); a node's GPUs in local order.
+  std::map<int, std::size_t> slot;  // node -> index in by_node_
+  for (int rank : ranks) {
+    const GpuLocation loc = cluster_.locate(rank);
+    const auto [it, fresh] = slot.emplace(loc.node, by_node_.size());
+    if (fresh) {
       by_node_.emplace_back(loc.node, std::vector<int>{});
     }
-    by_node_.back().second.push_back(loc.local);
+    by_node_[it->second].second.push_back(loc.local);
+  }
+  for (auto& [node, locals] : by_node_) {
+    std::sort(locals.begin(), locals.end());
   }
 }
 

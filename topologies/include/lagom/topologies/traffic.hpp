@@ -5,8 +5,9 @@
 // into flows on the same links (sim/resource_contention.hpp), so a collective alone and a
 // collective among others see the same hardware.
 //
-// The patterns (ranks of a node in local-GPU order, nodes in increasing order, as NCCL's ring
-// search orders a symmetric machine; reference/nccl.md §1-2):
+// The patterns (ranks of a node in local-GPU order, nodes in the order the communicator's ranks
+// first reach them, as NCCL numbers nodes and chains its inter-node rings; reference/nccl.md
+// §1-2):
 //  * ring: every rank sends U bytes to its ring successor. On one node the ring is closed inside
 //    it. Across nodes each channel's ring runs a chain through a node's GPUs and leaves it
 //    through a NIC; NCCL rotates the chain per channel, so averaged over channels each of a
@@ -85,7 +86,7 @@ class CommunicatorTraffic {
 
   Cluster cluster_;
   std::vector<int> ranks_;                                 // sorted
-  std::vector<std::pair<int, std::vector<int>>> by_node_;  // node -> its ranks' local GPUs, sorted
+  std::vector<std::pair<int, std::vector<int>>> by_node_;  // node -> its local GPUs (sorted), nodes in rank order
   mutable std::array<std::once_flag, kCount> once_;
   mutable std::array<Footprint, kCount> cache_;
 };
