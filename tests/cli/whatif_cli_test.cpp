@@ -2,6 +2,8 @@
 // recorded in the report, read back, and every mistake is an error naming the path.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -224,6 +226,50 @@ TEST(WhatIfCli, StragglersAndADownNode) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "carry a measured duration_us, which a slower link does not change"))
       << r.err;
+}
+
+TEST(WhatIfCli, PlacementAndSpineOversubscription) {
+  // Llama 3 8B, tp=8 dp=4 on four nodes of the SuperPOD's node, one leaf per two nodes (16 NIC
+  // ports, no rails) at 2:1: packed, the data-parallel rings cross between leaves twice (1 -> 2,
+  // 3 -> 0), and each leaf's 8 uplinks carry its 8 rings' one crossing each way. Placed as nodes
+  // 0, 2, 1, 3 every hop crosses: 16 flows on 8 uplinks, and the step slows.
+  TempDir tmp;
+  const std::string placement = (tmp.path() / "place.json").string();
+  std::ofstream(placement) << R"({"format": "lagom.placement", "version": 1, "nodes": [0, 2, 1, 3]})";
+  const std::vector<std::string> base = {
+      "simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=4", "--cluster", "superpod-h100",
+      "--nodes", "4", "--set", "network.fabric.rails=false", "--set",
+      "network.fabric.nodes_per_leaf=2", "--json", "--no-op-times"};
+  auto step_us = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliRun r = run_lagom(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["step_time_us"].get<double>();
+  };
+  const double packed = step_us({});
+  const double packed_2to1 = step_us({"--set", "network.fabric.oversubscription=[2]"});
+  const double placed_2to1 =
+      step_us({"--set", "network.fabric.oversubscription=[2]", "--placement", placement});
+  const double placed_1to1 = step_us({"--placement", placement});
+  EXPECT_DOUBLE_EQ(packed_2to1, packed);  // one crossing per uplink: 2:1 still keeps up
+  EXPECT_DOUBLE_EQ(placed_1to1, packed);  // non-blocking: where the ranks sit does not matter
+  EXPECT_GT(placed_2to1, 1.2 * packed);
+
+  // --fold assumes alike replicas; a placement may break that.
+  const CliRun fold = run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=4",
+                                 "--cluster", "superpod-h100", "--nodes", "4", "--fold",
+                                 "--placement", placement});
+  EXPECT_EQ(fold.exit_code, 2) << fold.err;
+  EXPECT_NE(fold.err.find("--placement can make data-parallel replicas differ"), std::string::npos)
+      << fold.err;
+  // A placement for another cluster size.
+  const CliRun wrong = run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=8",
+                                  "--cluster", "superpod-h100", "--nodes", "8", "--placement",
+                                  placement});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.err.find("nodes: expected an array of 8 node numbers"), std::string::npos)
+      << wrong.err;
 }
 
 }  // namespace
