@@ -1,6 +1,6 @@
 // Generating and simulating whole training steps from models (issue: training steps): GPT-3
-// 175B on 128 GPUs and Llama 3.1 405B on 16,384 GPUs, with the collective, compute and
-// contention models. LAGOM_BENCH_SCALE=1 adds the 405B run without folding (minutes, ~10 GB).
+// 175B on 128 GPUs and Llama 3.1 405B on 16,384 GPUs (rail-optimized, and on a 3-tier
+// fat-tree), with the collective, compute and contention models. LAGOM_BENCH_SCALE=1 adds the 405B run without folding (minutes, ~10 GB).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -30,10 +30,11 @@ struct Case {
   int mbs, gbs, seq;
   bool recompute, fold;
   bool contention = true;
+  const char* cluster = "dgx-h100";
 };
 
 void run_case(benchmark::State& state, Case c) {
-  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", c.nodes);
+  const topologies::Cluster cluster = topologies::load_cluster(c.cluster, c.nodes);
   const hardware::HardwareProfile profile = hardware::load_profile("h100-sxm");
   const models::ModelSpec model = models::load_model(c.model);
   models::TrainingConfig cfg;
@@ -81,6 +82,12 @@ void register_generator_benchmarks() {
   benchmark::RegisterBenchmark(
       "BM_Step/llama3.1-405b/16384gpu/folded", run_case,
       Case{"llama3.1-405b", "tp=8,sp,pp=16,dp=128", 2048, 1, 2048, 8192, true, true})
+      ->Unit(benchmark::kSecond)
+      ->Iterations(1);
+  // The same on the 3-tier SuperPOD-style fat-tree (ECMP over 32 spines per pod and 256 cores).
+  benchmark::RegisterBenchmark("BM_Step/llama3.1-405b/16384gpu/folded/fat-tree-3tier", run_case,
+                               Case{"llama3.1-405b", "tp=8,sp,pp=16,dp=128", 2048, 1, 2048, 8192,
+                                    true, true, true, "superpod-h100-16k"})
       ->Unit(benchmark::kSecond)
       ->Iterations(1);
   if (const char* env = std::getenv("LAGOM_BENCH_SCALE"); env != nullptr && env[0] == '1') {

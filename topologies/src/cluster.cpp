@@ -249,10 +249,11 @@ int Cluster::Impl::stages_between(int leaf_a, int leaf_b) const {
 
 void Cluster::Impl::up_spread(int leaf, int stages, bool down,
                               std::vector<internal::FabricHop>& out) const {
-  // (switch, share) at the current height, in switch order.
-  std::map<int, double> layer{{leaf, 1.0}};
+  // (switch, share) at the current height, in switch order, each switch once.
+  std::vector<std::pair<int, double>> layer{{leaf, 1.0}};
+  std::vector<std::pair<int, double>> next;
   for (int stage = 1; stage <= stages; ++stage) {
-    std::map<int, double> next;
+    next.clear();
     for (const auto& [sw, share] : layer) {
       const internal::NetSwitch& x = switches[static_cast<std::size_t>(sw)];
       for (const internal::NetSwitch::Up& u : x.up) {
@@ -260,10 +261,20 @@ void Cluster::Impl::up_spread(int leaf, int stages, bool down,
         const std::size_t parent = switches[static_cast<std::size_t>(u.parent)].vertex;
         out.push_back(down ? internal::FabricHop{u.link, parent, x.vertex, part, stage}
                            : internal::FabricHop{u.link, x.vertex, parent, part, stage});
-        next[u.parent] += part;
+        next.emplace_back(u.parent, part);
       }
     }
-    layer = std::move(next);
+    // Merge the shares of a switch reached from several below (in the order they came).
+    std::stable_sort(next.begin(), next.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    layer.clear();
+    for (const auto& [sw, part] : next) {
+      if (!layer.empty() && layer.back().first == sw) {
+        layer.back().second += part;
+      } else {
+        layer.emplace_back(sw, part);
+      }
+    }
   }
 }
 
