@@ -13,6 +13,7 @@ int compute_spec(const std::uint8_t* data, std::size_t size);
 int model(const std::uint8_t* data, std::size_t size);
 int nccl_tests_log(const std::uint8_t* data, std::size_t size);
 int parallel_spec(const std::uint8_t* data, std::size_t size);
+int placement(const std::uint8_t* data, std::size_t size);
 int plan(const std::uint8_t* data, std::size_t size);
 int profile(const std::uint8_t* data, std::size_t size);
 int sweep(const std::uint8_t* data, std::size_t size);

@@ -32,6 +32,7 @@ const std::map<std::string, Harness>& harnesses() {
                                                      {"model", fuzz::model},
                                                      {"plan", fuzz::plan},
                                                      {"parallel_spec", fuzz::parallel_spec},
+                                                     {"placement", fuzz::placement},
                                                      {"compute_spec", fuzz::compute_spec},
                                                      {"sweep", fuzz::sweep}};
   return all;
