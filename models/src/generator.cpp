@@ -873,13 +873,13 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   }
   const std::int64_t stages = std::int64_t{p.pp} * p.vpp;  // each up to 2^20
   const std::int64_t per = (m.layers + stages - 1) / stages;
-  if (per * stages - m.layers > 2 || (p.vpp > 1 && m.layers % stages != 0) || per < 1 ||
-      (per * stages - m.layers > 0 && per < 2)) {
-    fail(fmt::format("pp={} x vpp={} = {} stages do not divide the {} layers{}", p.pp, p.vpp,
-                     stages, m.layers,
-                     p.vpp == 1 ? " (up to two short stages, first and last, are allowed as in "
-                                  "Llama 3)"
-                                : ""));
+  // Llama 3's balancing: the first and the last (virtual) stage may each be a layer short, so
+  // that 126 layers run as 16 stages of 8 less two, or with vpp=2 as 32 chunks of 4 less two
+  // (the embedding and the head sit on those stages).
+  if (per * stages - m.layers > 2 || per < 1 || (per * stages - m.layers > 0 && per < 2)) {
+    fail(fmt::format("pp={} x vpp={} = {} stages do not divide the {} layers (up to two short "
+                     "stages, the first and the last, are allowed as in Llama 3)",
+                     p.pp, p.vpp, stages, m.layers));
   }
   if (p.vpp > 1 && p.pp < 2) {
     fail("vpp > 1 (interleaved 1F1B) needs pp > 1");

@@ -934,8 +934,33 @@ std::vector<LayoutCase> pipeline_layouts() {
           {8, "pp=2,vpp=2", 1, 6},
           {8, "pp=4,vpp=2", 1, 8},
           {10, "pp=4", 1, 5},
+          {10, "pp=2,vpp=2", 1, 4},
+          {14, "pp=4,vpp=2", 1, 8},
           {8, "tp=2,sp,pp=2,vpp=2,dp=2,zero=1", 2, 16, Overlap::kDomino},
           {8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino}};
+}
+
+TEST(GeneratorPipeline, InterleavedStagesMayBeALayerShortAtEitherEnd) {
+  // Llama 3's balancing with interleaving (405B: 126 layers as 32 chunks of 4 less two): 14
+  // blocks on pp=4 x vpp=2 = 8 chunks of 2, the first and the last a block short. Rank r runs
+  // chunks r and r + 4: rank 0 blocks 0 and 7-8, rank 1 1-2 and 9-10, rank 2 3-4 and 11-12,
+  // rank 3 5-6 and 13.
+  ModelSpec m = tiny();
+  m.layers = 14;
+  const GeneratedStep s = generate(m, "pp=4,vpp=2", config(1, 8));
+  const std::vector<std::set<int>> want = {{0, 7, 8}, {1, 2, 9, 10}, {3, 4, 11, 12}, {5, 6, 13}};
+  std::vector<std::set<int>> got(4);
+  for (OpId op = 0; op < s.workload.op_count(); ++op) {
+    const std::string name = s.workload.name(op);
+    const std::size_t at = name.find("/L");
+    if (at != std::string::npos) {
+      got[s.workload.rank_of(op)].insert(std::stoi(name.substr(at + 2)));
+    }
+  }
+  EXPECT_EQ(got, want);
+  // More than two short chunks is not Llama 3's balancing: 13 blocks on 8 chunks is refused.
+  m.layers = 13;
+  EXPECT_THROW(generate(m, "pp=4,vpp=2", config(1, 8)), Error);
 }
 
 TEST(GeneratorPipeline, SchedulesAreDeadlockFreeAcrossLayouts) {
@@ -1086,6 +1111,20 @@ TEST(GeneratorFold, FoldedStepHasWorldOverDpRanksAndTheSameStepTime) {
 // alone, so it is a close lower bound, not exact: within 1% here (0.6%), the longer NIC paths'
 // wire latency and the other replicas' sends, whose bytes share the NIC with replica 0's in the
 // full step (tiny sends, so mostly latency: the share is of their short moving part).
+TEST(GeneratorFold, UnevenInterleavedStagesFoldToTheSameStepTime) {
+  // Llama 3's layout in small: 10 blocks as pp=2 x vpp=2 chunks of 3, 2 short (2, 3, 3, 2),
+  // tp=2, dp=4 on two DGX H100 nodes.
+  ModelSpec m = tiny();
+  m.layers = 10;
+  const Parallelism p = parse_parallelism("tp=2,pp=2,vpp=2,dp=4");
+  const Hardware hw = hardware("dgx-h100", 2);
+  TrainingConfig c = config(1, 4 * 4);
+  const GeneratedStep full = generate_step(m, p, c);
+  c.fold_dp = true;
+  const GeneratedStep folded = generate_step(m, p, c);
+  EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
+}
+
 TEST(GeneratorFold, FoldingIsCloseWhereReplicasSeeDifferentPaths) {
   const ModelSpec m = tiny();
   const Parallelism p = parse_parallelism("tp=2,pp=2,dp=4");
