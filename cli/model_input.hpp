@@ -20,6 +20,10 @@ struct ModelOptions {
   std::string overlap = "none";
   bool recompute = false;
   bool fold = false;
+  // A search folded the step by its own choice (the user did not pass --fold): where folding
+  // would not be exact (an oversubscribed fabric), load_step_input runs it unfolded instead of
+  // refusing.
+  bool fold_by_default = false;
   double gpu_memory_bytes = 0;  // > 0: refuse steps that do not fit
   std::vector<int> down_nodes;  // --down-node: replicas using these nodes are dropped
   std::string placement;        // --placement FILE (docs/formats/placement.md); empty: packed

@@ -97,6 +97,18 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
                         g.gpu, g.gpu, g.gpu / per_node));
       }
     }
+    // Folding simulates one replica: the others' traffic through an oversubscribed tier would
+    // be missing, and the tier would look idle.
+    if (const std::string tier = topologies::oversubscribed_tier(s.hardware->cluster.spec());
+        mo.fold && !tier.empty()) {
+      if (!mo.fold_by_default) {
+        throw po::error(fmt::format(
+            "--fold simulates one data-parallel replica, but the fabric is oversubscribed ({}): "
+            "the other replicas' traffic through it would be missing; leave out --fold",
+            tier));
+      }
+      mo.fold = false;  // a search's own choice: run it unfolded
+    }
     mo.gpu_memory_bytes = s.hardware->profile.gpu.memory_GB.value * 1e9;
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
@@ -109,6 +121,22 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
                           "fnv1a64:" + hex64(fnv1a64(s.generated))};
   } else {
     s.in = load_workload_input(input, vm);
+  }
+  if (s.hardware && !from_model) {
+    // A folded workload file on an oversubscribed fabric: the replicas it stands for would share
+    // the tier, and their traffic is not in it.
+    if (const std::string tier = topologies::oversubscribed_tier(s.hardware->cluster.spec());
+        !tier.empty()) {
+      for (const traces::Group& g : s.in.workload.groups()) {
+        if (g.gpus.size() > g.ranks.size()) {
+          throw po::error(fmt::format(
+              "{} is folded (group '{}' spans {} GPUs with {} ranks), but the fabric is "
+              "oversubscribed ({}): the replicas it stands for would share it; export the step "
+              "without --fold",
+              s.in.source, g.name, g.gpus.size(), g.ranks.size(), tier));
+        }
+      }
+    }
   }
   if (hw.degraded()) {
     // A folded workload (a file exported with --fold): its ranks stand for every replica, which

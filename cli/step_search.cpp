@@ -195,7 +195,9 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
                          const TuneOptions& t, const po::variables_map& vm) {
   // Only a generated step folds, and not one whose replicas may differ.
   refuse_fold_if_replicas_differ(hw, mo, "searches then run unfolded");
+  const bool asked = mo.fold;
   mo.fold = !t.no_fold && model_requested(mo, vm) && !replicas_may_differ(hw, mo);
+  mo.fold_by_default = mo.fold && !asked;
   SearchSetup s;
   s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));
   const Hardware& h = *s.step->hardware;

@@ -469,6 +469,36 @@ int largest_divisor(int n, F fits) {
 
 }  // namespace
 
+std::string oversubscribed_tier(const ClusterSpec& spec) {
+  const FabricSpec& f = spec.network.fabric;
+  if (spec.network.nics.empty() || spec.nodes < 2) {
+    return "";
+  }
+  if (f.kind == FabricKind::kRailOptimized) {
+    return f.oversubscription > 1.0
+               ? fmt::format("leaf-to-spine links at {}:1 (network.fabric.oversubscription)",
+                             f.oversubscription)
+               : "";
+  }
+  if (f.kind != FabricKind::kFatTree) {
+    return "";
+  }
+  const FatTreeLayout l = fat_tree_layout(spec);
+  const double down_Gbps = l.leaf_down * spec.network.nic_speed_Gbps;
+  const double up_Gbps = l.leaf_up * l.port_GBps * 8.0;
+  if (up_Gbps < down_Gbps * (1.0 - 1e-12)) {
+    return fmt::format(
+        "leaf uplinks at {:.3g}:1 ({} NIC ports of {} Gb/s over {} uplinks of {} Gb/s)",
+        down_Gbps / up_Gbps, l.leaf_down, spec.network.nic_speed_Gbps, l.leaf_up,
+        l.port_GBps * 8.0);
+  }
+  if (l.tiers == 3 && l.pods > 1 && l.spine_up < l.spine_down) {
+    return fmt::format("spine uplinks at {:.3g}:1 ({} ports down, {} up)",
+                       static_cast<double>(l.spine_down) / l.spine_up, l.spine_down, l.spine_up);
+  }
+  return "";
+}
+
 FatTreeLayout fat_tree_layout(const ClusterSpec& spec) {
   const FatTreeSpec& t = spec.network.fabric.fat_tree;
   const std::string f = "network.fabric";

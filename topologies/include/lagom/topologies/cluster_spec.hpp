@@ -218,6 +218,13 @@ struct ClusterSpec {
 // uplinks, a spine its pod's leaves and its uplinks, a 2-tier spine every leaf, a core every pod).
 FatTreeLayout fat_tree_layout(const ClusterSpec& spec);
 
+// Where the network between nodes is oversubscribed: "" when every tier can carry what the
+// tier below sends (a single switch; a rail-optimized fabric at 1:1; a fat-tree whose uplinks,
+// in bandwidth, match its down links), else a description of the first tier that cannot
+// ("leaf uplinks at 2:1: 32 NIC ports of 400 Gb/s, 16 uplinks of 400 Gb/s"). Folding replicas
+// is exact only without one: replicas it does not simulate would share that tier.
+std::string oversubscribed_tier(const ClusterSpec& spec);
+
 // Largest node count a cluster may have (keeps graphs of 16k-GPU clusters in a few MB and
 // rejects typos such as --nodes 1000000).
 inline constexpr int kMaxNodes = 65536;
