@@ -83,6 +83,8 @@ const std::vector<std::pair<std::string_view, Setter>>& setters() {
        }},
       {"NCCL_LL128_C2C",
        [](auto n, auto v, CommInfo& c, Channels&) { c.env.ll128_c2c = integer(n, v, 0, 1) != 0; }},
+      // Read by the traffic footprints (topologies/traffic.hpp: PXN); validated here.
+      {"NCCL_PXN_DISABLE", [](auto n, auto v, CommInfo&, Channels&) { (void)integer(n, v, 0, 1); }},
       {"NCCL_NET_OVERHEAD",
        [](auto n, auto v, CommInfo& c, Channels&) {
          c.env.net_overhead_us = static_cast<double>(integer(n, v, 0, 1000000)) * 1e-3;

@@ -41,7 +41,7 @@ using nlohmann::json;
 // more blocks per SM than some GPUs hold), a memcpy, an all-reduce over everyone, an all-to-all
 // and an all-gather pinned to few threads, a send to the same GPU of the next node and to the
 // neighbour GPU, collectives of the neighbour pair under NCCL's choice, a cross-node pair
-// all-gather pinned to few threads, and a long streaming kernel beside a 1 GiB all-reduce of the
+// all-gather pinned to few threads, an all-reduce between GPU l and GPU l + 1 of the next node, and a long streaming kernel beside a 1 GiB all-reduce of the
 // node (HBM full).
 traces::Workload step(int gpus, int gpn) {
   std::string ranks = "[";
@@ -89,13 +89,15 @@ traces::Workload step(int gpus, int gpn) {
               "config": {{"algo": "Ring", "proto": "Simple", "nthreads": 64, "nchannels": 1}}}},
             {{"id": "fb{}", "kind": "allgather", "group": "far{}", "bytes": 1048576,
               "config": {{"algo": "Ring", "proto": "LL", "nthreads": 64, "nchannels": 1}}}}]}},
+          {{"stream": "skew", "ops": [
+            {{"id": "sk{}", "kind": "allreduce", "group": "skew{}", "bytes": 33554432}}]}},
           {{"stream": "hk", "ops": [{{"id": "h{}", "kind": "compute", "flops": 1e9,
             "bytes": 20000000000, "class": "elementwise"}}]}},
           {{"stream": "hc", "ops": [{{"id": "hc{}", "kind": "allreduce", "group": "node{}",
             "bytes": 8589934592, "config": {{"nchannels": 16}}}}]}}]}})",
         r ? "," : "", r, kernels, r, r, r, r, next, r, prev, r,
         r % 2 == 0 ? "\"send\"" : "\"recv\"", nb, r, r / 2, r, r / 2, r, r / 2, r, r % gpn, r,
-        r % gpn, r, r, r / gpn);
+        r % gpn, r, r < gpn ? r : (r % gpn + gpn - 1) % gpn, r, r, r / gpn);
   }
   std::vector<int> all(static_cast<std::size_t>(gpus));
   std::iota(all.begin(), all.end(), 0);
@@ -105,6 +107,11 @@ traces::Workload step(int gpus, int gpn) {
   }
   for (int l = 0; l < gpn; ++l) {
     groups += fmt::format(R"(, "far{}": [{}, {}])", l, l, l + gpn);
+  }
+  // GPU l of the first node with GPU l + 1 of the second: a ring between rails (through the
+  // spine of a rail-optimized fabric, where PXN keeps the all-to-all and the sends on rails).
+  for (int l = 0; l < gpn; ++l) {
+    groups += fmt::format(R"(, "skew{}": [{}, {}])", l, l, gpn + (l + 1) % gpn);
   }
   for (int n = 0; n * gpn < gpus; ++n) {
     std::vector<int> node(static_cast<std::size_t>(gpn));

@@ -289,9 +289,10 @@ TEST(FatTree, AllToAllAtOneToOneLoadsTheNicsLikeASingleSwitch) {
 
 TEST(FatTree, AllToAllClimbsOnlyWhatLeavesTheLeafAndThePod) {
   // 64 nodes (512 ranks) on the 3-tier preset's layout: 2 leaf groups of 32 nodes, one pod of 4
-  // leaf groups (so one pod). Per rail leaf: 32 members; a GPU's remote not-on-its-leaf ranks
-  // are 512 - 8 - 31 = 473 of 512 shares, so a leaf sends 32 x 473/512 U up, spread over its 32
-  // uplinks of 50 GB/s; nothing reaches the cores.
+  // leaf groups (so one pod). With PXN every share for a GPU of index d leaves by the sender's
+  // node's rail-d NIC, so it stays on rail d: a rail leaf sends up only what goes to the other
+  // leaf group's 32 GPUs of its index, from each of its 32 nodes' 8 GPUs: 32 x 8 x 32/512 = 16
+  // U, spread over its 32 uplinks (1/2 each); nothing reaches the cores.
   const Cluster c(superpod(64, {{"tiers", 3}, {"oversubscription", {1, 1}}}));
   const CommunicatorTraffic t(c, every_rank(c));
   const Footprint& f = t.all_to_all();
@@ -302,13 +303,59 @@ TEST(FatTree, AllToAllClimbsOnlyWhatLeavesTheLeafAndThePod) {
     const Endpoint& from = ll.dir == 0 ? link.a : link.b;
     const Endpoint& to = ll.dir == 0 ? link.b : link.a;
     if (from.kind == VertexKind::kNetworkSwitch && from.node == -1 && to.node == -2) {
-      EXPECT_NEAR(ll.per_byte, 473.0 / 512.0, 1e-12);  // 32 x 473/512 over 32 spines
+      EXPECT_NEAR(ll.per_byte, 0.5, 1e-12);  // 16 U over 32 spines
       leaf_up += ll.per_byte;
     }
     to_core += to.node == -3 ? ll.per_byte : 0;
   }
-  EXPECT_NEAR(leaf_up, 16 * 32 * 473.0 / 512.0, 1e-9);
+  EXPECT_NEAR(leaf_up, 16 * 32 * 0.5, 1e-9);
   EXPECT_EQ(to_core, 0);
+}
+
+// The all-to-all footprint is computed in aggregate (per leaf and pod, with PXN); it must equal
+// the sum of its n (n - 1) point-to-point transfers of U/n, each routed on its own (pair(): PXN
+// and ECMP), on a 3-tier fabric with partial leaf groups and pods and a communicator that leaves
+// some GPUs out (so some nodes lack the GPU PXN would forward through).
+TEST(FatTree, AllToAllIsTheSumOfItsTransfers) {
+  for (const bool pxn : {true, false}) {
+    SCOPED_TRACE(pxn ? "PXN" : "no PXN");
+    ClusterSpec spec = superpod(12, {{"tiers", 3},
+                                     {"radix", {16, 16, 8}},
+                                     {"oversubscription", {1, 2}},
+                                     {"nodes_per_leaf", 4},
+                                     {"leaves_per_pod", 8}});
+    if (!pxn) {
+      spec.nccl_env["NCCL_PXN_DISABLE"] = "1";
+    }
+    const Cluster c(spec);
+    ASSERT_EQ(fat_tree_layout(c.spec()).pods, 3);
+    std::vector<int> members;
+    for (int r = 0; r < c.gpu_count(); ++r) {
+      if (r % 5 != 3) {
+        members.push_back(r);
+      }
+    }
+    const CommunicatorTraffic t(c, members);
+    const double n = static_cast<double>(members.size());
+    std::map<std::pair<std::uint32_t, std::uint8_t>, double> want;
+    for (int a : members) {
+      for (int b : members) {
+        if (a != b) {
+          for (const LinkLoad& l : t.pair(a, b).loads) {
+            want[{l.link, l.dir}] += l.per_byte / n;
+          }
+        }
+      }
+    }
+    std::map<std::pair<std::uint32_t, std::uint8_t>, double> got;
+    for (const LinkLoad& l : t.all_to_all().loads) {
+      got[{l.link, l.dir}] += l.per_byte;
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [key, load] : want) {
+      EXPECT_NEAR(got[key], load, 1e-9) << "link " << key.first << " dir " << int(key.second);
+    }
+  }
 }
 
 TEST(FatTree, SlowLinkNamesASpine) {

@@ -155,18 +155,38 @@ TEST(Traffic, NvlsUsesEachPortOnceEachWay) {
 
 TEST(Traffic, AllToAllSendsAShareToEveryRank) {
   // 16 ranks on 2 dgx-h100 nodes, U per rank split in 16 shares of U/16. Inside a node a GPU
-  // sends 7 shares up its NVLink port; 8 remote shares leave through its NIC (8/16 = 1/2); of
-  // those, 7 go to other rails and cross the leaf-to-spine link: each leaf's uplink carries its
-  // one GPU per node's 7/16, for 2 nodes 14/16.
+  // sends 7 shares up its NVLink port. 8 shares go to the other node: with PXN (NCCL's default)
+  // the share for remote GPU d leaves through local GPU d's NIC, reached over NVLink, so GPU 2's
+  // port also carries its 7 shares for the other rails up (7/16 + 7/16), and down the 7 shares
+  // the other local GPUs send through GPU 2's NIC. Every NIC carries 8 shares each way (1/2),
+  // and nothing crosses rails: the leaf-to-spine links carry nothing.
   const Cluster c = load_cluster("dgx-h100", 2);
   const auto ranks = all_ranks(c);
   const CommunicatorTraffic t_f(c, ranks);
   const Footprint& f = t_f.all_to_all();
-  EXPECT_DOUBLE_EQ(load_from(c, f, nvlink_port(c, 0, 2), {VertexKind::kGpu, 0, 2}), 7.0 / 16.0);
+  EXPECT_DOUBLE_EQ(load_from(c, f, nvlink_port(c, 0, 2), {VertexKind::kGpu, 0, 2}), 14.0 / 16.0);
+  EXPECT_DOUBLE_EQ(load_from(c, f, nvlink_port(c, 0, 2), {VertexKind::kNvSwitch, 0, 0}),
+                   14.0 / 16.0);
   EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kNetwork, VertexKind::kNic), 16 * 0.5);
-  double up = 0;
   for (const LinkLoad& l : f.loads) {
     const Link link = c.link(l.link);
+    EXPECT_FALSE(link.a.kind == VertexKind::kNetworkSwitch &&
+                 link.b.kind == VertexKind::kNetworkSwitch)
+        << "a share crossed rails";
+  }
+  // Without PXN (NCCL_PXN_DISABLE=1) each GPU sends through its own NIC: 7 of its 8 remote
+  // shares go to other rails and cross the leaf-to-spine links, each leaf's uplink carrying its
+  // one GPU per node's 7/16, for 2 nodes 14/16.
+  ClusterSpec spec = load_cluster_spec("dgx-h100", 2);
+  spec.nccl_env["NCCL_PXN_DISABLE"] = "1";
+  const Cluster no_pxn(spec);
+  const CommunicatorTraffic t_n(no_pxn, ranks);
+  const Footprint& g = t_n.all_to_all();
+  EXPECT_DOUBLE_EQ(load_from(no_pxn, g, nvlink_port(no_pxn, 0, 2), {VertexKind::kGpu, 0, 2}),
+                   7.0 / 16.0);
+  double up = 0;
+  for (const LinkLoad& l : g.loads) {
+    const Link link = no_pxn.link(l.link);
     const Endpoint& from = l.dir == 0 ? link.a : link.b;
     if (link.a.kind == VertexKind::kNetworkSwitch && link.b.kind == VertexKind::kNetworkSwitch &&
         from.index >= 0) {

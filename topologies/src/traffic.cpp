@@ -91,6 +91,9 @@ Footprint finish(const Impl& m, Accumulator&& acc) {
 
 CommunicatorTraffic::CommunicatorTraffic(const Cluster& cluster, std::span<const int> ranks)
     : cluster_(cluster), ranks_(ranks.begin(), ranks.end()) {
+  const auto& env = cluster_.spec().nccl_env;
+  const auto pxn = env.find("NCCL_PXN_DISABLE");
+  pxn_ = pxn == env.end() || pxn->second != "1";
   std::sort(ranks_.begin(), ranks_.end());
   for (std::size_t i = 1; i < ranks_.size(); ++i) {
     if (ranks_[i] == ranks_[i - 1]) {
@@ -143,9 +146,41 @@ const Footprint& CommunicatorTraffic::get(Which w) const {
   return cache_[w];
 }
 
+int CommunicatorTraffic::send_via(int node, int g, int d) const {
+  const Impl& m = *cluster_.impl_;
+  if (g == d || !pxn_) {
+    return g;
+  }
+  // d must be a member on this node (NCCL maps the peer's device to a local rank of the
+  // communicator), reach g over NVLink and sit close to its NIC (PIX or PXB).
+  const auto it = std::find_if(by_node_.begin(), by_node_.end(),
+                               [&](const auto& e) { return e.first == node; });
+  if (it == by_node_.end() || !std::binary_search(it->second.begin(), it->second.end(), d)) {
+    return g;
+  }
+  const std::size_t gv = m.gpu_vertex[static_cast<std::size_t>(g)];
+  const std::size_t dv = m.gpu_vertex[static_cast<std::size_t>(d)];
+  const std::size_t nic = m.nic_vertex[static_cast<std::size_t>(cluster_.nic_of(d))];
+  const nccl::PathType to_nic = m.route(dv, nic).type;
+  return m.route(gv, dv).type == nccl::PathType::kNvl &&
+                 (to_nic == nccl::PathType::kPix || to_nic == nccl::PathType::kPxb)
+             ? d
+             : g;
+}
+
 Footprint CommunicatorTraffic::pair(int from, int to) const {
   Accumulator acc;
-  add_path(*cluster_.impl_, cluster_.path(from, to), 1.0, acc);
+  const GpuLocation a = cluster_.locate(from);
+  const GpuLocation b = cluster_.locate(to);
+  const int via = a.node == b.node ? a.local : send_via(a.node, a.local, b.local);
+  if (via != a.local) {
+    // PXN: over NVLink to the local GPU on the receiver's rail, out through its NIC.
+    const int hop = a.node * cluster_.gpus_per_node() + via;
+    add_path(*cluster_.impl_, cluster_.path(from, hop), 1.0, acc);
+    add_path(*cluster_.impl_, cluster_.path(hop, to), 1.0, acc);
+  } else {
+    add_path(*cluster_.impl_, cluster_.path(from, to), 1.0, acc);
+  }
   return finish(*cluster_.impl_, std::move(acc));
 }
 
@@ -247,54 +282,110 @@ Footprint CommunicatorTraffic::build(Which w) const {
       if (nodes < 2) {
         break;
       }
-      // Across nodes: a GPU sends U/n to each of the n - k remote ranks, all through its NIC, and
-      // receives as much through it. What goes to members behind other leaves climbs the fabric:
-      // per leaf, the bytes that leave it (stage 1) and, on a 3-tier fat-tree, its pod (stage 2),
-      // spread by ECMP (Impl::up_spread) and mirrored on the way down (all-to-all is symmetric).
+      // Across nodes a GPU sends U/n to each of the n - k remote ranks and receives as much. A
+      // send to a rank of local index d leaves through the NIC of send_via(g, d) (PXN: local GPU
+      // d's, reached over NVLink; else g's own); a receive comes in through the receiver's own
+      // NIC (NCCL's receiver always uses its own). What leaves a leaf (stage 1) or a pod (stage
+      // 2) climbs the fabric by ECMP (Impl::up_spread), and what enters one comes down the
+      // mirror of that spread.
       const std::size_t nics = cluster_.spec().network.nics.size();
-      std::map<int, double> on_leaf;  // members behind each leaf
-      std::map<int, double> on_pod;   // members behind each pod's leaves
       const auto pod_of = [&](int leaf) { return m.switches[static_cast<std::size_t>(leaf)].pod; };
+      const auto nic_link = [&](int node, int nic) {
+        return m.nic_link_base + static_cast<std::size_t>(node) * nics +
+               static_cast<std::size_t>(nic);
+      };
+      // Members per local index overall, behind each leaf and in each pod (keyed with d).
+      std::vector<double> of_index(static_cast<std::size_t>(gpn), 0.0);
+      std::map<std::pair<int, int>, double> leaf_index;  // (leaf, d)
+      std::map<std::pair<int, int>, double> pod_index;   // (pod, d)
+      std::map<int, double> in_pod;
       for (const auto& [node, locals] : by_node_) {
-        for (int g : locals) {
-          const int leaf = m.leaf_of(node, cluster_.nic_of(g));
-          on_leaf[leaf] += 1;
-          on_pod[pod_of(leaf)] += 1;
+        for (int d : locals) {
+          const int leaf = m.leaf_of(node, cluster_.nic_of(d));
+          of_index[static_cast<std::size_t>(d)] += 1;
+          leaf_index[{leaf, d}] += 1;
+          pod_index[{pod_of(leaf), d}] += 1;
+          in_pod[pod_of(leaf)] += 1;
         }
       }
-      std::map<int, std::array<double, 2>> climbing;  // leaf -> bytes per unit up stages 1, 2
+      // Senders per (destination index d, leaf their bytes leave by).
+      std::map<std::pair<int, int>, double> sent_by_leaf;
+      std::map<int, std::array<double, 2>> up;    // leaf -> bytes per unit leaving, stages 1, 2
+      std::map<int, std::array<double, 2>> down;  // leaf -> bytes per unit entering
+      for (const auto& [node, locals] : by_node_) {
+        for (int g : locals) {
+          for (int d = 0; d < gpn; ++d) {
+            const bool here = std::binary_search(locals.begin(), locals.end(), d);
+            const double remote = of_index[static_cast<std::size_t>(d)] - (here ? 1.0 : 0.0);
+            const int via = send_via(node, g, d);
+            const int nic = cluster_.nic_of(via);
+            sent_by_leaf[{d, m.leaf_of(node, nic)}] += 1;  // (also when it sends nothing: the
+                                                            // receivers' count cancels it)
+            if (remote <= 0) {
+              continue;
+            }
+            const double bytes = remote / n;
+            if (via != g) {
+              add_local_route(m, node,
+                              m.route(m.gpu_vertex[static_cast<std::size_t>(g)],
+                                      m.gpu_vertex[static_cast<std::size_t>(via)]),
+                              bytes, acc);
+            }
+            add_local_route(m, node,
+                            m.route(m.gpu_vertex[static_cast<std::size_t>(via)],
+                                    m.nic_vertex[static_cast<std::size_t>(nic)]),
+                            bytes, acc);
+            const std::size_t link = nic_link(node, nic);
+            acc.add(link,
+                    direction(m, link,
+                              static_cast<std::size_t>(node) * m.vertices_per_node +
+                                  m.nic_vertex[static_cast<std::size_t>(nic)]),
+                    bytes);
+            // Receivers of index d not behind this leaf (this node's own is local), and not in
+            // its pod (a node's NICs all sit in one pod).
+            const int leaf = m.leaf_of(node, nic);
+            const bool here_behind =
+                here && m.leaf_of(node, cluster_.nic_of(d)) == leaf;
+            const auto li = leaf_index.find({leaf, d});
+            const double behind = li == leaf_index.end() ? 0.0 : li->second;
+            auto& u = up[leaf];
+            u[0] += (remote - (behind - (here_behind ? 1.0 : 0.0))) / n;
+            const auto pi = pod_index.find({pod_of(leaf), d});
+            u[1] += (of_index[static_cast<std::size_t>(d)] - (pi == pod_index.end() ? 0.0 : pi->second)) / n;
+          }
+        }
+      }
       for (const auto& [node, locals] : by_node_) {
         const double k = static_cast<double>(locals.size());
-        std::map<int, double> here;  // this node's members per leaf
         for (int g : locals) {
-          here[m.leaf_of(node, cluster_.nic_of(g))] += 1;
-        }
-        const double remote = (n - k) / n;
-        for (int g : locals) {
-          const int r = cluster_.nic_of(g);
-          const std::size_t ru = static_cast<std::size_t>(r);
-          const std::size_t gv = m.gpu_vertex[static_cast<std::size_t>(g)];
-          const std::size_t nv = m.nic_vertex[ru];
-          add_local_route(m, node, m.route(gv, nv), remote, acc);
-          add_local_route(m, node, m.route(nv, gv), remote, acc);
-          const std::size_t nic_link = m.nic_link_base + static_cast<std::size_t>(node) * nics + ru;
-          const int out =
-              direction(m, nic_link, static_cast<std::size_t>(node) * m.vertices_per_node + nv);
-          acc.add(nic_link, out, remote);
-          acc.add(nic_link, 1 - out, remote);
-          const int leaf = m.leaf_of(node, r);
-          // Remote members not behind this leaf; then those outside the pod (a node's NICs all
-          // sit in one pod, so none of those is on this node).
-          auto& c = climbing[leaf];
-          c[0] += (n - k - (on_leaf[leaf] - here[leaf])) / n;
-          c[1] += (n - on_pod[pod_of(leaf)]) / n;
+          const int nic = cluster_.nic_of(g);
+          const double remote = (n - k) / n;
+          const std::size_t nv = m.nic_vertex[static_cast<std::size_t>(nic)];
+          add_local_route(m, node, m.route(nv, m.gpu_vertex[static_cast<std::size_t>(g)]), remote,
+                          acc);
+          const std::size_t link = nic_link(node, nic);
+          acc.add(link,
+                  1 - direction(m, link, static_cast<std::size_t>(node) * m.vertices_per_node + nv),
+                  remote);
+          // Senders elsewhere whose bytes for index g leave by another leaf than this one, and
+          // those outside this pod.
+          const int leaf = m.leaf_of(node, nic);
+          double same_leaf_here = 0;  // this node's senders that would use this leaf for g
+          for (int s : locals) {
+            same_leaf_here += m.leaf_of(node, cluster_.nic_of(send_via(node, s, g))) == leaf;
+          }
+          const auto si = sent_by_leaf.find({g, leaf});
+          const double via_leaf = si == sent_by_leaf.end() ? 0.0 : si->second;
+          auto& dn = down[leaf];
+          dn[0] += (n - k - (via_leaf - same_leaf_here)) / n;
+          dn[1] += (n - in_pod[pod_of(leaf)]) / n;
         }
       }
       std::vector<internal::FabricHop> hops;
-      for (const auto& [leaf, c] : climbing) {
-        for (bool down : {false, true}) {
+      for (bool going_down : {false, true}) {
+        for (const auto& [leaf, c] : going_down ? down : up) {
           hops.clear();
-          m.up_spread(leaf, m.fabric_tiers - 1, down, hops);
+          m.up_spread(leaf, m.fabric_tiers - 1, going_down, hops);
           for (const internal::FabricHop& h : hops) {
             acc.add(h.link, direction(m, h.link, h.from),
                     h.share * c[static_cast<std::size_t>(h.stage - 1)]);

@@ -23,8 +23,15 @@
 //    nvls_down are its two directions alone (NVLS AllGather multicasts a rank's shard up and
 //    receives the others' down; ReduceScatter the other way round).
 //  * all_to_all: every rank sends U/n to every other rank (n-1 shares: intra-node pairs by their
-//    routes, remote ones through the sender's and the receiver's NICs).
+//    routes, remote ones through a NIC of the sender's node and the receiver's own NIC).
 //  * pair(a, b): U from a to b along Cluster::path.
+// Sends between nodes (all_to_all, pair: NCCL's point-to-point) follow PXN, on by default since
+// NCCL 2.12 (NCCL_P2P_PXN_LEVEL 2; off with NCCL_PXN_DISABLE=1 in the cluster's nccl_env): a send
+// from local GPU g to a GPU of local index d on another node goes over NVLink to local GPU d
+// when d is in the communicator on g's node, reaches g over NVLink and sits at PIX or PXB from
+// its NIC, and leaves through d's NIC, so on a rail-optimized fabric it stays on d's rail
+// (nccl@v2.28.9 src/graph/search.cc ncclTopoGetNetDev; the receiver uses its own NIC,
+// src/transport/net.cc). Rings and trees use the NICs of their channels and are not affected.
 //
 // Every pattern is computed once, when first asked for (thread-safe), from Cluster routes.
 #pragma once
@@ -80,12 +87,17 @@ class CommunicatorTraffic {
   int nodes() const { return static_cast<int>(by_node_.size()); }
 
  private:
+  // NCCL's PXN for a send from local GPU g of `node` to a GPU of local index d on another node:
+  // the local GPU whose NIC it leaves by (d when PXN applies, else g). See the file comment.
+  int send_via(int node, int g, int d) const;
+
   enum Which { kRing, kNetwork, kChain, kTree, kNvls, kNvlsUp, kNvlsDown, kAllToAll, kCount };
   const Footprint& get(Which w) const;
   Footprint build(Which w) const;
 
   Cluster cluster_;
   std::vector<int> ranks_;                                 // sorted
+  bool pxn_ = true;  // NCCL_PXN_DISABLE is not 1 in the cluster's nccl_env
   std::vector<std::pair<int, std::vector<int>>> by_node_;  // node -> its local GPUs (sorted), nodes in rank order
   mutable std::array<std::once_flag, kCount> once_;
   mutable std::array<Footprint, kCount> cache_;
