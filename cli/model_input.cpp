@@ -123,7 +123,8 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
     }
     cfg.gbs = static_cast<int>(gbs);
   }
-  if (gpus > 0 && par.world() != gpus) {
+  // With a placement the job may use part of the cluster (the placement says which GPUs).
+  if (gpus > 0 && par.world() != gpus && !(!opts.placement.empty() && par.world() < gpus)) {
     const int per = std::max(1, gpus_per_node);
     throw Error(fmt::format(
         "{} uses {} GPUs but the cluster has {}{}", models::to_string(par), par.world(), gpus,

@@ -272,5 +272,58 @@ TEST(WhatIfCli, PlacementAndSpineOversubscription) {
       << wrong.err;
 }
 
+TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
+  // Folding simulates one data-parallel replica: on an oversubscribed fabric the others' traffic
+  // through the shared tier would be missing. --fold is refused there, and a search (which folds
+  // on its own) runs unfolded, so it reports the unfolded step.
+  const std::vector<std::string> base = {"--model",    "llama3-8b",  "--parallel",
+                                         "tp=8,pp=2,dp=4", "--cluster", "superpod-h100",
+                                         "--nodes",    "8",          "--set",
+                                         "network.fabric.nodes_per_leaf=4"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), base.begin(), base.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return run_lagom(head);
+  };
+  const std::vector<std::string> four = {"--set", "network.fabric.oversubscription=[4]"};
+  const CliRun fold = with({"simulate", "--fold"}, four);
+  EXPECT_EQ(fold.exit_code, 2);
+  EXPECT_NE(fold.err.find("but the fabric is oversubscribed (leaf uplinks at 4:1"),
+            std::string::npos)
+      << fold.err;
+  const CliRun sim = with({"simulate", "--json", "--no-op-times"}, four);
+  const CliRun tune = with({"tune", "--method", "nccl", "--json"}, four);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  const auto t = nlohmann::json::parse(tune.out);
+  EXPECT_FALSE(t["context"].contains("folded_replicas"));
+  EXPECT_EQ(t["step_time_us"], nlohmann::json::parse(sim.out)["step_time_us"]);
+  // Non-blocking, the search folds (4 replicas) and gets the same step as unfolded.
+  const CliRun tune11 = with({"tune", "--method", "nccl", "--json"}, {});
+  ASSERT_EQ(tune11.exit_code, 0) << tune11.err;
+  EXPECT_EQ(nlohmann::json::parse(tune11.out)["context"]["folded_replicas"], 4);
+}
+
+TEST(WhatIfCli, APlacementMayUsePartOfTheClusterButNotChakra) {
+  // Two nodes of the 127-node SuperPOD, in different scalable units (leaf groups).
+  TempDir tmp;
+  const std::string placement = (tmp.path() / "two.json").string();
+  std::ofstream(placement) << R"({"format": "lagom.placement", "version": 1, "nodes": [0, 64]})";
+  const CliRun run = run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=2",
+                                "--cluster", "superpod-h100", "--placement", placement});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  // Without a placement the step must fill the cluster.
+  const CliRun packed = run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=2",
+                                   "--cluster", "superpod-h100"});
+  EXPECT_NE(packed.err.find("uses 16 GPUs but the cluster has 1016"), std::string::npos);
+  // Chakra traces have no placement: the export is refused rather than read back packed.
+  const CliRun chakra = run_lagom({"export", "--format", "chakra", "--out",
+                                   (tmp.path() / "x").string(), "--model", "llama3-8b",
+                                   "--parallel", "tp=8,dp=2", "--cluster", "superpod-h100",
+                                   "--placement", placement});
+  EXPECT_NE(chakra.exit_code, 0);
+  EXPECT_NE(chakra.err.find("rank 8 runs on GPU 512"), std::string::npos) << chakra.err;
+}
+
 }  // namespace
 }  // namespace lagom::test

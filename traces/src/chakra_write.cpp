@@ -221,6 +221,25 @@ std::string rank_file(const Workload& w, Rank r) {
 }  // namespace
 
 std::vector<std::string> write_chakra(const Workload& w, const std::string& prefix) {
+  // Chakra ranks are GPUs: a workload whose ranks run elsewhere (a placement, replicas dropped
+  // around a down node) or stand for more GPUs (folded replicas) would read back as another
+  // step. Refuse rather than lose it.
+  for (const Group& g : w.groups()) {
+    if (g.gpus.size() > g.ranks.size()) {
+      throw Error(fmt::format(
+          "group '{}' spans {} GPUs with {} ranks (a folded step): Chakra traces have one rank "
+          "per GPU; export it unfolded, or as workload JSON",
+          g.name, g.gpus.size(), g.ranks.size()));
+    }
+  }
+  for (Rank r = 0; r < w.rank_count(); ++r) {
+    if (w.gpu_of(r) != r) {
+      throw Error(fmt::format(
+          "rank {} runs on GPU {} (a placement or a down node): Chakra traces carry no rank "
+          "placement and would read back packed; export it as workload JSON",
+          r, w.gpu_of(r)));
+    }
+  }
   std::vector<std::string> paths;
   std::vector<std::string> contents;
   for (Rank r = 0; r < w.rank_count(); ++r) {

@@ -43,7 +43,9 @@ Workload read_chakra(const std::string& prefix,
 // Writes PREFIX.<rank>.et for every rank (plain, uncompressed) and PREFIX.comm_groups.json with
 // the workload's groups. Nodes are in an order compatible with their dependencies; stream order
 // becomes ctrl_deps and dependencies data_deps. Returns the paths written. Throws lagom::Error for
-// what Chakra cannot express (a dependency across ranks) or a file that cannot be written.
+// what Chakra cannot express (a dependency across ranks; a rank on another GPU than its number,
+// as a placement or a down node makes; a folded group spanning more GPUs than ranks) or a file
+// that cannot be written.
 std::vector<std::string> write_chakra(const Workload& w, const std::string& prefix);
 
 // The sidecar path write_chakra() uses: PREFIX.comm_groups.json.
