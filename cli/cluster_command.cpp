@@ -17,6 +17,7 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
+#include "memory_budget.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
@@ -193,6 +194,16 @@ std::string_view vendor_name(nccl::CpuVendor v) {
   return "";
 }
 
+// Per uplink stage, a switch's down bandwidth over its up bandwidth as built.
+std::vector<double> effective_oversubscription(const topo::ClusterSpec& s,
+                                               const topo::FatTreeLayout& l) {
+  std::vector<double> out{l.leaf_down * s.network.nic_speed_Gbps / (l.leaf_up * l.port_GBps * 8.0)};
+  if (l.tiers == 3) {
+    out.push_back(static_cast<double>(l.spine_down) / l.spine_up);
+  }
+  return out;
+}
+
 std::string cables(int n) {
   return fmt::format("{} cable{}", n, n == 1 ? "" : "s");
 }
@@ -218,12 +229,25 @@ std::string fabric_text(const topo::ClusterSpec& s) {
       text += fmt::format("{} spines ({} to each leaf)", l.spines(), cables(l.leaf_spine_cables));
     } else {
       text += fmt::format(
-          "{} pods of {} leaves under {} spines ({} to each leaf, {} uplinks), {} cores "
+          "{} pod{} of {} leaves under {} spines ({} to each leaf, {} uplinks), {} cores "
           "({} per plane, {} to each spine)",
-          l.pods, l.leaves_per_pod, l.spines_per_pod, cables(l.leaf_spine_cables), l.spine_up,
+          l.pods, l.pods == 1 ? "" : "s", l.leaves_per_pod, l.spines_per_pod, cables(l.leaf_spine_cables), l.spine_up,
           l.cores(), l.cores_per_plane, cables(l.spine_core_cables));
     }
+    // What was built, in bandwidth: uplinks are whole ports (rounded up) and may run at another
+    // speed than the NICs.
+    const std::vector<double> built = effective_oversubscription(s, l);
+    std::vector<std::string> real;
+    bool differs = false;
+    for (std::size_t i = 0; i < built.size(); ++i) {
+      real.push_back(fmt::format("{:.3g}:1", built[i]));
+      differs = differs || std::abs(built[i] - f.fat_tree.oversubscription[i]) >
+                               1e-3 * f.fat_tree.oversubscription[i];
+    }
     text += fmt::format("; oversubscription {}", fmt::join(over, ", "));
+    if (differs) {
+      text += fmt::format(" (as built, in bandwidth: {})", fmt::join(real, ", "));
+    }
   }
   return text + fmt::format("; {}{}us per network link", num(f.latency_us), kHardSpace);
 }
@@ -303,7 +327,8 @@ Json cluster_json(const topo::ClusterSpec& s) {
                      {"spine_uplinks", l.spine_up},
                      {"cores", l.cores()},
                      {"cores_per_plane", l.cores_per_plane},
-                     {"spine_core_cables", l.spine_core_cables}};
+                     {"spine_core_cables", l.spine_core_cables},
+                     {"oversubscription_built", effective_oversubscription(s, l)}};
     }
   }
   c["assumptions"] = s.assumptions;
@@ -479,18 +504,22 @@ int cluster_command(const std::vector<std::string>& args) {
     what_if.nodes = nodes;
     const nlohmann::ordered_json doc = overridden_cluster_document(what_if);
     const std::string text = doc.dump(1) + "\n";
-    loaded.emplace(topo::cluster_spec_of(
+    topo::ClusterSpec spec = topo::cluster_spec_of(
         {text,
          fmt::format(
              "{}{}", topo::cluster_document(cluster_name).origin,
              what_if.set.empty() && what_if.scale.empty() ? "" : " (with what-if overrides)")},
-        node_count));
+        node_count);
+    check_cluster(cluster_name, spec);
+    loaded.emplace(std::move(spec));
     if (!export_path.empty()) {
       write_file_with(
           export_path, [&](std::ostream& out) { out << text; }, "cluster file");
     }
   } else {
-    loaded.emplace(topo::load_cluster(cluster_name, node_count));
+    topo::ClusterSpec spec = topo::load_cluster_spec(cluster_name, node_count);
+    check_cluster(cluster_name, spec);
+    loaded.emplace(std::move(spec));
   }
   const topo::Cluster& cluster = *loaded;
   const topo::ClusterSpec& s = cluster.spec();

@@ -207,8 +207,7 @@ Hardware load_hardware(const HardwareOptions& opts) {
                  {docs->cluster_json.dump(1), docs->cluster.origin + " (with what-if overrides)"},
                  nodes)
            : topologies::load_cluster_spec(opts.cluster, nodes);
-  check_cluster(opts.cluster, static_cast<double>(cluster_spec.gpus_per_node) * cluster_spec.nodes,
-                static_cast<double>(cluster_spec.nics_per_node()) * cluster_spec.nodes);
+  check_cluster(opts.cluster, cluster_spec);
   // What-ifs on single parts: checked against the graph when it is built (topologies::Cluster).
   for (const std::string& text : opts.slow_gpu) {
     const auto eq = text.rfind('=');

@@ -42,16 +42,37 @@ void check_generated_step(const models::StepSize& size, std::string_view what) {
                remedy);
 }
 
-void check_cluster(std::string_view name, double gpus, double nics) {
+void check_cluster(std::string_view name, const topologies::ClusterSpec& spec) {
+  const double gpus = static_cast<double>(spec.gpus_per_node) * spec.nodes;
+  // One graph vertex per NIC entry (an entry of `count` NICs is one bundle).
+  const double nics = static_cast<double>(spec.network.nics.size()) * spec.nodes;
+  double switches = 0;
+  double links = 0;
+  if (spec.network.fabric.kind == topologies::FabricKind::kFatTree && !spec.network.nics.empty()) {
+    const topologies::FatTreeLayout l = topologies::fat_tree_layout(spec);
+    switches = static_cast<double>(l.leaves) + l.spines() + l.cores();
+    links = static_cast<double>(l.leaves) * l.spines_per_pod +
+            static_cast<double>(l.spines()) * l.cores_per_plane;
+  }
+  const double bytes = gpus * kClusterBytesPerGpu + nics * kClusterBytesPerNic +
+                       switches * kClusterBytesPerSwitch + links * kClusterBytesPerSwitchLink;
   // Under 1 MiB (clusters of a few hundred GPUs) there is nothing to refuse: the process itself
   // holds more, and a tight --max-memory meant for the step would blame the cluster.
-  if (gpus * kClusterBytesPerGpu + nics * kClusterBytesPerNic < 1024.0 * 1024.0) {
+  if (bytes < 1024.0 * 1024.0) {
     return;
   }
-  check_memory(gpus * kClusterBytesPerGpu + nics * kClusterBytesPerNic,
-               fmt::format("cluster '{}' ({:.0f} GPUs, {:.0f} NICs)", name, gpus, nics),
-               fmt::format("{:.0f} B per GPU and {:.0f} B per NIC to model", kClusterBytesPerGpu,
-                           kClusterBytesPerNic),
+  check_memory(bytes,
+               fmt::format("cluster '{}' ({:.0f} GPUs, {:.0f} NICs{})", name, gpus, nics,
+                           switches > 0 ? fmt::format(", {:.0f} network switches, {:.0f} links "
+                                                      "between them",
+                                                      switches, links)
+                                        : std::string()),
+               switches > 0 ? fmt::format("{:.0f} B per GPU, {:.0f} B per NIC, {:.0f} B per "
+                                          "switch and {:.0f} B per switch link to model",
+                                          kClusterBytesPerGpu, kClusterBytesPerNic,
+                                          kClusterBytesPerSwitch, kClusterBytesPerSwitchLink)
+                            : fmt::format("{:.0f} B per GPU and {:.0f} B per NIC to model",
+                                          kClusterBytesPerGpu, kClusterBytesPerNic),
                "use fewer nodes (--nodes)");
 }
 

@@ -5,6 +5,8 @@
 // side of refusing a little early, and --max-memory moves the limit.
 #pragma once
 
+#include "lagom/topologies/cluster_spec.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,13 +32,19 @@ inline constexpr double kChakraBytesPerByte = 2;
 // per GPU on 65,536-GPU presets, NICs included).
 inline constexpr double kClusterBytesPerGpu = 2048;
 inline constexpr double kClusterBytesPerNic = 1024;
+// A network switch and a switch-to-switch link (vertex or edge of the graph, the switch table's
+// entry): measured 180-260 B per item on fat-trees of 0.5-4 million spines (273 MB for 1.6 M
+// switches and links; 2.1 GB for 12.6 M).
+inline constexpr double kClusterBytesPerSwitch = 256;
+inline constexpr double kClusterBytesPerSwitchLink = 256;
 
 // A generated step of `size` (models::count_step_ops): refused when it holds more ops than a
 // workload can (2^32 - 3) or would not fit in memory.
 void check_generated_step(const models::StepSize& size, std::string_view what);
 
-// Building a cluster of `gpus` GPUs and `nics` NICs (`name`: its preset or file).
-void check_cluster(std::string_view name, double gpus, double nics);
+// Building the graph of `spec` (GPUs, NICs, network switches and the links between them;
+// `name`: its preset or file).
+void check_cluster(std::string_view name, const topologies::ClusterSpec& spec);
 
 // Reading these files, before reading them (sizes from the file system; missing files are left
 // to the reader's own error).
