@@ -30,7 +30,7 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
                      "generate the step from a model: zoo name (--list-models) or model JSON file")(
       "parallel", po::value(&opts.parallel),
       "parallelism, e.g. \"fsdp=16\", \"tp=8,dp=2\", \"ep=8\", \"tp=8,pp=4,dp=4\", with "
-      "optional sp, vpp=V, zero=Z")(
+      "optional sp, cp=C, vpp=V, zero=Z")(
       "mbs", integer_option(&opts.mbs, "--mbs", 1, kMaxSequences, "sequences")->default_value("1"),
       "micro-batch size (sequences)")(
       "gbs", integer_option(&opts.gbs, "--gbs", 1, kMaxSequences, "sequences"),

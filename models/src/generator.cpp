@@ -69,6 +69,7 @@ class Generator {
         layout_(p, c.fold_dp, &c_.placement),
         b_(static_cast<std::uint32_t>(layout_.rank_count())) {
     seq_ = c.seq > 0 ? c.seq : m.seq_len;
+    lseq_ = static_cast<double>(seq_) / p.cp;
     bpe_ = c.bytes_per_element;
     splits_ = c.overlap == Overlap::kNone ? 1 : 2;
     micro_ = static_cast<int>(c.gbs / (c.mbs * p.dense_dp()));
@@ -87,7 +88,7 @@ class Generator {
     std::vector<std::uint64_t> out;
     for (int stage = 0; stage < p_.pp; ++stage) {
       const std::size_t before = b_.op_count();
-      emit_rank(layout_.rank_of(internal::Coord{0, 0, 0, stage}));
+      emit_rank(layout_.rank_of(internal::Coord{0, 0, 0, 0, stage}));
       out.push_back(b_.op_count() - before);
     }
     return out;
@@ -140,9 +141,24 @@ class Generator {
 
   // --- One layer's blocks ----------------------------------------------------------------------
 
+  // Attention's core for `seqs` sequences on one GPU: FlashAttention over the whole sequence, or
+  // with context parallelism this GPU's seq / cp queries against every key (causal work balanced
+  // over the group, as Megatron-Core orders the chunks): 1 / cp of the FLOPs, the queries and
+  // outputs 1 / cp of the bytes, the gathered keys and values all of theirs.
+  Kernel attention_core(double seqs, double q_heads) const {
+    Kernel a = attention(seqs, seq_, q_heads, hd_, bpe_, 1.0);
+    if (p_.cp > 1) {
+      const double cp = p_.cp;
+      a.shape.flops /= cp;
+      a.bytes *= (2.0 / cp + 2.0) / 4.0;
+      a.shape.blocks = std::max(1, static_cast<int>(std::ceil(a.shape.blocks / cp)));
+    }
+    return a;
+  }
+
   // Forward blocks of layer l for `tokens` tokens (`seqs` sequences) on one GPU.
   std::vector<Block> forward_blocks(int l, double seqs, int rank) const {
-    const double tokens = seqs * seq_;
+    const double tokens = seqs * lseq_;  // this GPU's: seq / cp of each sequence
     const double h = m_.hidden;
     const double tp = p_.tp;
     const GroupId tpg = comms_.tp[static_cast<std::size_t>(rank)];
@@ -169,7 +185,16 @@ class Generator {
     const double kv = std::max(1.0, m_.kv_heads / tp);
     Block attn;
     attn.kernels.push_back(named(gemm(tokens, (q_heads + 2 * kv) * hd_, h, bpe_), "attn.qkv"));
-    attn.kernels.push_back(named(attention(seqs, seq_, q_heads, hd_, bpe_, 1.0), "attn.core"));
+    if (p_.cp > 1) {
+      // Context parallelism: the keys and values of the whole sequence, gathered over the cp
+      // group (Megatron-Core's cp_comm_type all_gather; their gradients reduce-scatter back in
+      // backward).
+      attn.comm = Comm{OpKind::kAllGather, comms_.cp[static_cast<std::size_t>(rank)],
+                       seqs * seq_ * 2 * kv * hd_ * bpe_, "attn.cp"};
+      blocks.push_back(attn);
+      attn = Block{};
+    }
+    attn.kernels.push_back(named(attention_core(seqs, q_heads), "attn.core"));
     attn.kernels.push_back(named(gemm(tokens, h, q_heads * hd_, bpe_), "attn.proj"));
     attn.comm = m_.parallel_attn_mlp ? std::nullopt : tp_reduce("attn.tp");
     blocks.push_back(attn);
@@ -395,7 +420,7 @@ class Generator {
     if (splits_ > 1) {
       s.side = b_.add_stream(rank, c_.overlap == Overlap::kDomino ? "tp" : "ep");
     }
-    const bool dp_comm = p_.dense_dp() > 1;
+    const bool dp_comm = p_.weight_replicas() > 1;
     if (dp_comm) {
       s.dp_ag = b_.add_stream(rank, "dp_allgather");
       s.dp_rs = b_.add_stream(rank, "dp_reduce");
@@ -407,7 +432,7 @@ class Generator {
     const double seqs = seqs_total / splits_;
     const int stages = p_.pp * p_.vpp;
     const double act_bytes =
-        static_cast<double>(c_.mbs) * seq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
+        static_cast<double>(c_.mbs) * lseq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
 
     const std::vector<PipelineUnit> order = pipeline_order(p_.pp, p_.vpp, c.pp, micro_);
 
@@ -443,7 +468,7 @@ class Generator {
         } else {
           add_kernel(s.compute,
                      stream(ComputeClass::kElementwise,
-                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_),
+                            static_cast<double>(c_.mbs) * lseq_ * m_.hidden, 0, 1, 1, bpe_),
                      "embed.fwd");
         }
         for (int l = l0; l < l1; ++l) {
@@ -461,7 +486,7 @@ class Generator {
           std::vector<Block> blocks = forward_blocks(l, seqs, r);
           const OpId first_kernel = add_kernel(
               s.compute,
-              stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1, bpe_),
+              stream(ComputeClass::kElementwise, seqs_total * lseq_ * m_.hidden, 1, 1, 1, bpe_),
               fmt::format("L{}.residual.fwd", l));
           if (gather) {
             b_.add_dep(first_kernel, *gather);
@@ -482,7 +507,7 @@ class Generator {
           }
         }
         if (v == stages - 1) {
-          const double tokens = static_cast<double>(c_.mbs) * seq_;
+          const double tokens = static_cast<double>(c_.mbs) * lseq_;
           add_kernel(s.compute, stream(ComputeClass::kNorm, tokens * m_.hidden, 5, 1, 1, bpe_),
                      "head.norm.fwd");
           add_kernel(s.compute, gemm(tokens, vocab_ / p_.tp, m_.hidden, bpe_), "head.logits.fwd");
@@ -501,7 +526,7 @@ class Generator {
           add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes,
                    fmt::format("L{}.pp.recv.bwd", l1 - 1), next_rank(+1));
         } else {
-          const double tokens = static_cast<double>(c_.mbs) * seq_;
+          const double tokens = static_cast<double>(c_.mbs) * lseq_;
           auto [dgrad, wgrad] = gemm_backward(tokens, vocab_ / p_.tp, m_.hidden, bpe_);
           add_kernel(s.compute, dgrad, "head.logits.dgrad");
           add_kernel(s.compute, wgrad, "head.logits.wgrad");
@@ -520,7 +545,7 @@ class Generator {
           }
           const OpId first_kernel = add_kernel(
               s.compute,
-              stream(ComputeClass::kElementwise, seqs_total * seq_ * m_.hidden, 1, 1, 1, bpe_),
+              stream(ComputeClass::kElementwise, seqs_total * lseq_ * m_.hidden, 1, 1, 1, bpe_),
               fmt::format("L{}.residual.bwd", l));
           if (gather) {
             b_.add_dep(first_kernel, *gather);
@@ -583,7 +608,7 @@ class Generator {
         } else {
           add_kernel(s.compute,
                      stream(ComputeClass::kElementwise,
-                            static_cast<double>(c_.mbs) * seq_ * m_.hidden, 0, 1, 1, bpe_),
+                            static_cast<double>(c_.mbs) * lseq_ * m_.hidden, 0, 1, 1, bpe_),
                      "embed.bwd");
         }
       }
@@ -599,9 +624,9 @@ class Generator {
         local_experts += expert_layer_params(l);
       }
     }
-    const double shard = p_.zero >= 1
-                             ? local / static_cast<double>(p_.dense_dp()) + local_experts / p_.dp
-                             : local + local_experts;
+    const double shard = p_.zero >= 1 ? local / static_cast<double>(p_.weight_replicas()) +
+                                            local_experts / (p_.dp * p_.cp)
+                                      : local + local_experts;
     mb_ = -1;  // the step's own ops
     const OpId opt = add_kernel(s.compute, stream(ComputeClass::kOptimizer, shard, 12, 9, 5, 2),
                                 "optimizer.step");
@@ -633,6 +658,7 @@ class Generator {
   internal::RankLayout layout_;
   traces::WorkloadBuilder b_;
   int seq_ = 0;
+  double lseq_ = 0;  // tokens of a sequence on this GPU: seq / cp
   int bpe_ = 2;
   int splits_ = 1;
   int micro_ = 1;
@@ -652,11 +678,11 @@ namespace {
 
 // Degrees are at most 2^20 each, so their product is computed in floating point first.
 void check_world(const Parallelism& p, std::string_view what) {
-  const double world = static_cast<double>(p.tp) * p.pp * p.dp * p.ep;
-  if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.ep < 1 || p.vpp < 1 ||
+  const double world = static_cast<double>(p.tp) * p.cp * p.pp * p.dp * p.ep;
+  if (p.tp < 1 || p.cp < 1 || p.pp < 1 || p.dp < 1 || p.ep < 1 || p.vpp < 1 ||
       world > static_cast<double>(Parallelism::kMaxGpus)) {
-    throw Error(fmt::format("{}: tp x pp x dp x ep = {:.4g} GPUs; lagom models 1 to {} GPUs", what,
-                            world, Parallelism::kMaxGpus));
+    throw Error(fmt::format("{}: tp x cp x pp x dp x ep = {:.4g} GPUs; lagom models 1 to {} GPUs",
+                            what, world, Parallelism::kMaxGpus));
   }
 }
 
@@ -688,16 +714,17 @@ Parallelism parse_parallelism(std::string_view text) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
       throw Error(
-          fmt::format("--parallel '{}': '{}' is not key=value (keys: tp, pp, dp, ep, "
+          fmt::format("--parallel '{}': '{}' is not key=value (keys: tp, cp, pp, dp, ep, "
                       "fsdp, vpp, zero, and the flag sp)",
                       text, item));
     }
     const std::string key = item.substr(0, eq);
     const std::string val = item.substr(eq + 1);
-    static const std::set<std::string> kKeys = {"tp", "pp", "dp", "ep", "vpp", "fsdp", "zero"};
+    static const std::set<std::string> kKeys = {"tp",  "cp",   "pp",  "dp",
+                                                "ep",  "vpp",  "fsdp", "zero"};
     if (!kKeys.contains(key)) {
       throw Error(
-          fmt::format("--parallel '{}': unknown key '{}' (tp, pp, dp, ep, fsdp, vpp, "
+          fmt::format("--parallel '{}': unknown key '{}' (tp, cp, pp, dp, ep, fsdp, vpp, "
                       "zero, sp)",
                       text, key));
     }
@@ -717,6 +744,8 @@ Parallelism parse_parallelism(std::string_view text) {
         parse_integer(val, fmt::format("--parallel '{}': {}", text, key), min, 1 << 20));
     if (key == "tp") {
       p.tp = v;
+    } else if (key == "cp") {
+      p.cp = v;
     } else if (key == "pp") {
       p.pp = v;
     } else if (key == "dp") {
@@ -735,7 +764,7 @@ Parallelism parse_parallelism(std::string_view text) {
       p.zero = v;
     } else {
       throw Error(
-          fmt::format("--parallel '{}': unknown key '{}' (tp, pp, dp, ep, fsdp, vpp, "
+          fmt::format("--parallel '{}': unknown key '{}' (tp, cp, pp, dp, ep, fsdp, vpp, "
                       "zero, sp)",
                       text, key));
     }
@@ -754,6 +783,8 @@ std::string to_string(const Parallelism& p) {
     add(fmt::format("tp={}", p.tp));
   if (p.sp)
     add("sp");
+  if (p.cp > 1)
+    add(fmt::format("cp={}", p.cp));
   if (p.pp > 1)
     add(fmt::format("pp={}", p.pp));
   if (p.vpp > 1)
@@ -796,9 +827,9 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   const double expert_params = layers_here * per_layer_experts;
   // Bytes of `per_param` each, sharded from ZeRO stage `zero` on.
   auto sharded = [&](double per_param, int zero) {
-    return per_param * (p.zero >= zero
-                            ? params / static_cast<double>(p.dense_dp()) + expert_params / p.dp
-                            : params + expert_params);
+    return per_param * (p.zero >= zero ? params / static_cast<double>(p.weight_replicas()) +
+                                             expert_params / (p.dp * p.cp)
+                                       : params + expert_params);
   };
   MemoryEstimate e;
   // Mixed precision with Adam: 2 B weights + 2 B gradients + 12 B fp32 master, m, v (ZeRO paper).
@@ -808,7 +839,8 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   // Activations per layer and micro-batch with FlashAttention (Korthikanti et al. 2022, without
   // the attention-score term): s b h (10 + 24 / t) bytes, s b h * 34 / t with sequence
   // parallelism; the first 1F1B stage keeps min(pp, micro-batches) micro-batches in flight.
-  const double sbh = static_cast<double>(seq) * c.mbs * m.hidden;
+  // A GPU holds seq / cp tokens of each sequence (the gathered keys and values are transient).
+  const double sbh = static_cast<double>(seq) / p.cp * c.mbs * m.hidden;
   const double per_layer_act = p.sp ? sbh * 34.0 / p.tp : sbh * (10.0 + 24.0 / p.tp);
   const auto micro =
       std::max<std::int64_t>(1, c.gbs / (c.mbs * std::max<std::int64_t>(1, p.dense_dp())));
@@ -850,6 +882,13 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   const int seq = c.seq > 0 ? c.seq : m.seq_len;
   if (seq < 1) {
     fail("the model has no default sequence length; pass --seq");
+  }
+  // Megatron-Core splits each sequence into 2 x cp chunks and gives rank i chunks i and
+  // 2 cp - 1 - i, which balances causal attention over the group.
+  if (p.cp > 1 && seq % (2 * p.cp) != 0) {
+    fail(fmt::format("cp={} needs the sequence ({} tokens) to split into 2 x cp = {} equal chunks "
+                     "(Megatron-Core's load-balanced causal split)",
+                     p.cp, seq, 2 * p.cp));
   }
   if (m.heads % p.tp != 0) {
     fail(fmt::format("tp={} does not divide the {} attention heads", p.tp, m.heads));
@@ -946,9 +985,10 @@ std::vector<int> place_around_down_nodes(Parallelism& par, TrainingConfig& cfg,
     return {};
   }
   check_world(par, to_string(par));
-  // Layout position = tp + TP (ep + EP (dp + DP pp)): a GPU's replica is its dp coordinate.
+  // Layout position = tp + TP (cp + CP (ep + EP (dp + DP pp))): a GPU's replica is its dp
+  // coordinate.
   const std::int64_t world = par.world();
-  const std::int64_t per_replica_row = std::int64_t{par.tp} * par.ep;
+  const std::int64_t per_replica_row = std::int64_t{par.tp} * par.cp * par.ep;
   // A position's GPU: cfg.placement's (a placement file), or the position itself (packed).
   const std::vector<std::uint32_t> was_on = std::move(cfg.placement);
   const auto gpu_of = [&](std::int64_t position) {

@@ -13,19 +13,20 @@ using traces::Rank;
 
 Coord RankLayout::coord(int r) const {
   const int dp = fold_ > 1 ? 1 : p_.dp;
-  return Coord{r % p_.tp, (r / p_.tp) % p_.ep, (r / (p_.tp * p_.ep)) % dp,
-               r / (p_.tp * p_.ep * dp)};
+  const int tc = p_.tp * p_.cp;
+  return Coord{r % p_.tp, (r / p_.tp) % p_.cp, (r / tc) % p_.ep, (r / (tc * p_.ep)) % dp,
+               r / (tc * p_.ep * dp)};
 }
 
 int RankLayout::gpu_of(const Coord& c) const {
-  const int position = c.tp + p_.tp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp));
+  const int position = c.tp + p_.tp * (c.cp + p_.cp * (c.ep + p_.ep * (c.dp + p_.dp * c.pp)));
   return placement_ ? static_cast<int>((*placement_)[static_cast<std::size_t>(position)])
                     : position;
 }
 
 int RankLayout::rank_of(const Coord& c) const {
   const int dp = fold_ > 1 ? 1 : p_.dp;
-  return c.tp + p_.tp * (c.ep + p_.ep * (c.dp + dp * c.pp));
+  return c.tp + p_.tp * (c.cp + p_.cp * (c.ep + p_.ep * (c.dp + dp * c.pp)));
 }
 
 namespace {
@@ -78,26 +79,38 @@ Communicators make_communicators(const RankLayout& layout, const Parallelism& p,
   const auto nranks = static_cast<std::size_t>(layout.rank_count());
   Communicators c;
   c.tp.assign(nranks, traces::kNoGroup);
+  c.cp = c.tp;
   c.dp = c.tp;
   c.ep = c.tp;
   c.edp = c.tp;
   build_groups(layout, b, c.tp, "tp", along(&Coord::tp), p.tp);
+  build_groups(layout, b, c.cp, "cp", along(&Coord::cp), p.cp);
   build_groups(layout, b, c.ep, "ep", along(&Coord::ep), p.ep);
-  build_groups(layout, b, c.edp, "edp", along(&Coord::dp), p.dp);
-  // Dense data parallelism spans the expert-parallel and data-parallel coordinates.
+  // Expert weights are alike over the context-parallel and data-parallel coordinates.
+  build_groups(
+      layout, b, c.edp, "edp",
+      [&p](Coord k, int i) {
+        k.cp = i % p.cp;
+        k.dp = i / p.cp;
+        return k;
+      },
+      p.cp * p.dp);
+  // Dense weights over the context-parallel, expert-parallel and data-parallel coordinates.
   build_groups(
       layout, b, c.dp, "dp",
       [&p](Coord k, int i) {
-        k.ep = i % p.ep;
-        k.dp = i / p.ep;
+        k.cp = i % p.cp;
+        k.ep = (i / p.cp) % p.ep;
+        k.dp = i / (p.cp * p.ep);
         return k;
       },
-      static_cast<int>(p.dense_dp()));  // <= 2^24 (generate_step checks)
+      static_cast<int>(p.weight_replicas()));  // <= 2^24 (generate_step checks)
   // Placed around down nodes: a rank in no communicator still needs its GPU named.
   if (layout.placed() && layout.fold() == 1) {
     for (std::size_t r = 0; r < nranks; ++r) {
       if (c.tp[r] == traces::kNoGroup && c.dp[r] == traces::kNoGroup &&
-          c.ep[r] == traces::kNoGroup && c.edp[r] == traces::kNoGroup) {
+          c.ep[r] == traces::kNoGroup && c.edp[r] == traces::kNoGroup &&
+          c.cp[r] == traces::kNoGroup) {
         b.add_group(fmt::format("place{}", r), {static_cast<Rank>(r)},
                     {static_cast<std::uint32_t>(layout.gpu_of(layout.coord(static_cast<int>(r))))});
       }

@@ -14,7 +14,7 @@ namespace lagom::models::internal {
 
 // A GPU's place in the layout.
 struct Coord {
-  int tp, ep, dp, pp;
+  int tp, cp, ep, dp, pp;
 };
 
 // With folding, the workload holds data-parallel replica 0 only and workload rank r stands for
@@ -44,7 +44,8 @@ class RankLayout {
 
 // Per workload rank, its communicator along each axis (kNoGroup where the degree is 1).
 struct Communicators {
-  std::vector<traces::GroupId> tp, dp, ep, edp;  // dp: dense (ep x dp); edp: expert data parallel
+  // dp: dense weights' gradients (cp x ep x dp); edp: experts' (cp x dp); cp: context parallel.
+  std::vector<traces::GroupId> tp, cp, dp, ep, edp;
   // Folded pipelines only: the two-rank communicators that carry the GPUs of each stage
   // transfer, [from the previous stage, to the next].
   std::vector<std::array<traces::GroupId, 2>> pp_pair;

@@ -205,7 +205,7 @@ TEST(BadInputCatalogue, AbsurdSizes) {
        {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel",
         "tp=8,pp=1048576,dp=1048576"},
        1,
-       {"tp x pp x dp x ep = 8.796e+12 GPUs; lagom models 1 to 16777216 GPUs"}},
+       {"tp x cp x pp x dp x ep = 8.796e+12 GPUs; lagom models 1 to 16777216 GPUs"}},
       {"pp x vpp beyond an int",
        {"simulate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--parallel",
         "tp=8,pp=1048576,vpp=1048576"},

@@ -234,7 +234,7 @@ Held held(const ModelSpec& m, const Parallelism& p, int pp_rank) {
 
 // The pipeline stage of workload rank r (Megatron order tp-ep-dp-pp, TP fastest).
 int pp_rank_of(const Parallelism& p, int r) {
-  return r / (p.tp * p.ep * p.dp);
+  return r / (p.tp * p.cp * p.ep * p.dp);
 }
 
 void expect_rel(double actual, double expected, double tol, const std::string& what) {
@@ -549,6 +549,51 @@ TEST(GeneratorComm, ShardedExpertsGatherAndReduceOverTheExpertDataParallelGroup)
       }
     }
   }
+}
+
+TEST(GeneratorComm, ContextParallelGathersKeysAndValuesAndHalvesEachGpusWork) {
+  // cp=2 on tiny (seq 128, 4 KV heads of 48, tp=2: 2 per GPU): each GPU runs 64 tokens of every
+  // sequence. Per layer and micro-batch it all-gathers the keys and values of the whole sequence
+  // over its cp group, 2 x 128 x 2 x 48 elements of 2 bytes (mbs 1) forward, reduce-scatters their
+  // gradients backward, and the weight gradients reduce over dp x cp. Its GEMM and attention
+  // FLOPs are half of cp=1's, and the step's total is the same.
+  const ModelSpec m = tiny();
+  const Parallelism one = parse_parallelism("tp=2,dp=2");
+  const Parallelism two = parse_parallelism("tp=2,cp=2,dp=2");
+  EXPECT_EQ(two.world(), 8);
+  EXPECT_EQ(to_string(two), "tp=2,cp=2,dp=2");
+  EXPECT_EQ(to_string(parse_parallelism(to_string(two))), to_string(two));
+  const TrainingConfig c = config(1, 4);  // 2 micro-batches per replica
+  const GeneratedStep a = generate_step(m, one, c);
+  const GeneratedStep b = generate_step(m, two, c);
+  expect_rel(b.figures.flops, a.figures.flops, 1e-12, "step FLOPs");
+  expect_rel(tally(b.workload, 0).flops, tally(a.workload, 0).flops / 2, 1e-12, "GPU 0's FLOPs");
+  const double kv = 2.0 * 128 * 2 * 48 * kBpe;
+  const Tally t = tally(b.workload, 0);
+  expect_rel(t.b(OpKind::kAllGather, "cp"), 2 * m.layers * kv, 1e-12, "KV all-gathers");
+  EXPECT_EQ(t.n(OpKind::kAllGather, "cp"), 2 * m.layers);
+  expect_rel(t.b(OpKind::kReduceScatter, "cp"), 2 * m.layers * kv, 1e-12, "their gradients");
+  // The cp group: GPUs 0 and 2 (tp fastest, then cp); the gradient group spans cp x dp.
+  for (const traces::Group& g : b.workload.groups()) {
+    if (g.name == "cp0") {
+      EXPECT_EQ(g.ranks, (std::vector<traces::Rank>{0, 2}));
+    }
+    if (g.name == "dp0") {
+      EXPECT_EQ(g.ranks, (std::vector<traces::Rank>{0, 2, 4, 6}));
+    }
+  }
+  // The same weights are reduced, over twice the GPUs: the same bytes per rank.
+  expect_rel(tally(b.workload, 0).b(OpKind::kAllReduce, "dp"),
+             tally(a.workload, 0).b(OpKind::kAllReduce, "dp"), 1e-12, "gradients");
+  // Activations: half the tokens per GPU.
+  expect_rel(estimate_memory(m, two, c).activations, estimate_memory(m, one, c).activations / 2,
+             1e-12, "activations");
+  // The sequence must split into 2 x cp chunks.
+  TrainingConfig odd = c;
+  odd.seq = 100;
+  EXPECT_NE(test::error_of([&] { generate_step(m, parse_parallelism("tp=2,cp=4"), odd); })
+                .find("cp=4 needs the sequence (100 tokens) to split into 2 x cp = 8 equal chunks"),
+            std::string::npos);
 }
 
 TEST(GeneratorComm, OverlapSplitsTheCommunicationNotItsVolume) {
@@ -937,6 +982,7 @@ std::vector<LayoutCase> pipeline_layouts() {
           {10, "pp=2,vpp=2", 1, 4},
           {14, "pp=4,vpp=2", 1, 8},
           {8, "tp=2,sp,pp=2,vpp=2,dp=2,zero=1", 2, 16, Overlap::kDomino},
+          {8, "tp=2,sp,cp=2,pp=2,dp=2,zero=1", 1, 8},
           {8, "tp=2,pp=4,fsdp=2", 2, 16, Overlap::kDomino}};
 }
 
@@ -1122,6 +1168,18 @@ TEST(GeneratorFold, UnevenInterleavedStagesFoldToTheSameStepTime) {
   const GeneratedStep full = generate_step(m, p, c);
   c.fold_dp = true;
   const GeneratedStep folded = generate_step(m, p, c);
+  EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
+}
+
+TEST(GeneratorFold, ContextParallelStepsFoldToTheSameStepTime) {
+  const ModelSpec m = tiny();
+  const Parallelism p = parse_parallelism("tp=2,cp=2,pp=2,dp=2");
+  const Hardware hw = hardware("dgx-h100", 2);
+  TrainingConfig c = config(1, 4);
+  const GeneratedStep full = generate_step(m, p, c);
+  c.fold_dp = true;
+  const GeneratedStep folded = generate_step(m, p, c);
+  EXPECT_EQ(folded.workload.rank_count(), 8u);
   EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
 }
 

@@ -15,6 +15,10 @@
 //  * Expert parallelism: router, all-to-all dispatch, expert MLPs, all-to-all combine; with
 //    two-batch overlap each micro-batch is split in two and one half's all-to-alls run on their
 //    own stream under the other half's compute.
+//  * Context parallelism (cp): each GPU of a cp group holds seq / cp tokens of every sequence;
+//    attention all-gathers the keys and values over the group before the core and reduce-scatters
+//    their gradients after it (Megatron-Core's cp_comm_type all_gather), with causal work
+//    balanced over the group; weight gradients are reduced over dp x cp.
 // Ranks are ordered as Megatron orders them (tp-cp-ep-dp-pp: tensor-parallel rank fastest).
 // Every compute op carries FLOPs, HBM bytes and launch geometry, so the compute model times it.
 #pragma once
@@ -36,16 +40,23 @@ struct Parallelism {
   int dp = 1;       // data-parallel replicas of the dense weights beyond expert parallelism
   int ep = 1;       // expert parallelism (carved out of data parallelism, as in Megatron)
   int vpp = 1;      // virtual pipeline stages per GPU (interleaved 1F1B when > 1)
+  int cp = 1;       // context parallelism: each GPU holds seq / cp tokens of every sequence
   int zero = 0;     // 0 DDP, 1 and 2 ZeRO, 3 FSDP
   bool sp = false;  // sequence parallelism with TP
   // In 64 bits: degrees are up to 2^20 each, so their product can exceed an int (parse_parallelism
   // and generate_step refuse a world above kMaxGpus).
-  std::int64_t world() const { return std::int64_t{tp} * pp * dp * ep; }
-  std::int64_t dense_dp() const { return std::int64_t{dp} * ep; }  // replicas of dense weights
+  std::int64_t world() const { return std::int64_t{tp} * cp * pp * dp * ep; }
+  // Data-parallel degree of the batch: micro-batches per step are gbs / (mbs x dense_dp()).
+  std::int64_t dense_dp() const { return std::int64_t{dp} * ep; }
+  // GPUs that hold the same dense weights (and reduce their gradients together): the batch's
+  // data-parallel degree times cp, whose ranks share the sequences (Megatron-Core's
+  // data-parallel group with context parallelism).
+  std::int64_t weight_replicas() const { return dense_dp() * cp; }
   static constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;  // 16,777,216
 };
 
-// "fsdp=16" | "tp=8,dp=2" | "ep=8" | "tp=8,pp=4,dp=4" | "tp=4,sp,pp=2,vpp=2,dp=2,zero=1";
+// "fsdp=16" | "tp=8,dp=2" | "ep=8" | "tp=8,pp=4,dp=4" | "tp=4,sp,pp=2,vpp=2,dp=2,zero=1" |
+// "tp=8,cp=2,pp=4,dp=2";
 // fsdp=N means dp=N with zero=3. lagom::Error for unknown keys or values below 1.
 Parallelism parse_parallelism(std::string_view text);
 std::string to_string(const Parallelism& p);
