@@ -1,6 +1,7 @@
 // Generating and simulating whole training steps from models (issue: training steps): GPT-3
 // 175B on 128 GPUs and Llama 3.1 405B on 16,384 GPUs (rail-optimized, and on a 3-tier
-// fat-tree), with the collective, compute and contention models. LAGOM_BENCH_SCALE=1 adds the 405B run without folding (minutes, ~10 GB).
+// fat-tree), with the collective, compute and contention models. LAGOM_BENCH_SCALE=1 adds the 405B
+// run without folding (minutes, ~10 GB).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 

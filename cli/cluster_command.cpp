@@ -17,7 +17,6 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "hardware_options.hpp"
-#include "memory_budget.hpp"
 #include "lagom/common/build_info.hpp"
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
@@ -26,6 +25,7 @@
 #include "lagom/topologies/cluster.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 #include "lagom/topologies/communicator.hpp"
+#include "memory_budget.hpp"
 #include "report.hpp"
 
 namespace lagom::cli {
@@ -231,8 +231,9 @@ std::string fabric_text(const topo::ClusterSpec& s) {
       text += fmt::format(
           "{} pod{} of {} leaves under {} spines ({} to each leaf, {} uplinks), {} cores "
           "({} per plane, {} to each spine)",
-          l.pods, l.pods == 1 ? "" : "s", l.leaves_per_pod, l.spines_per_pod, cables(l.leaf_spine_cables), l.spine_up,
-          l.cores(), l.cores_per_plane, cables(l.spine_core_cables));
+          l.pods, l.pods == 1 ? "" : "s", l.leaves_per_pod, l.spines_per_pod,
+          cables(l.leaf_spine_cables), l.spine_up, l.cores(), l.cores_per_plane,
+          cables(l.spine_core_cables));
     }
     // What was built, in bandwidth: uplinks are whole ports (rounded up) and may run at another
     // speed than the NICs.

@@ -5,14 +5,13 @@
 // side of refusing a little early, and --max-memory moves the limit.
 #pragma once
 
-#include "lagom/topologies/cluster_spec.hpp"
-
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lagom/models/generator.hpp"
+#include "lagom/topologies/cluster_spec.hpp"
 
 namespace lagom::cli {
 

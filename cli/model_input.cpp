@@ -50,8 +50,8 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
       "collectives still span every GPU): same step time, dp times fewer ranks")(
       "placement", po::value(&opts.placement),
       "rank placement file (docs/formats/placement.md): the order the job fills the nodes, or a "
-      "GPU per rank; default: packed (rank i on GPU i)")(
-      "list-models", "list the models in the zoo and exit");
+      "GPU per rank; default: packed (rank i on GPU i)")("list-models",
+                                                         "list the models in the zoo and exit");
 }
 
 bool model_requested(const ModelOptions& opts, const po::variables_map& vm) {
@@ -144,9 +144,9 @@ models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, 
   const models::Parallelism whole = p.par;
   const int whole_gbs = p.cfg.gbs;
   if (!opts.placement.empty()) {
-    p.cfg.placement = models::parse_placement(
-        json_reader::read_text_file(opts.placement, "placement file"), opts.placement,
-        p.par.world(), gpus, gpus_per_node);
+    p.cfg.placement =
+        models::parse_placement(json_reader::read_text_file(opts.placement, "placement file"),
+                                opts.placement, p.par.world(), gpus, gpus_per_node);
   }
   const std::vector<int> dropped =
       models::place_around_down_nodes(p.par, p.cfg, opts.down_nodes, gpus_per_node);

@@ -81,7 +81,8 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
         "--down-node drops the data-parallel replicas that use the node: it needs a generated "
         "step (--model); a workload file's ranks are fixed");
   }
-  refuse_fold_if_replicas_differ(hw, mo, "--down-node keeps the remaining replicas alike and folds");
+  refuse_fold_if_replicas_differ(hw, mo,
+                                 "--down-node keeps the remaining replicas alike and folds");
   StepInput s;
   if (!hw.cluster.empty()) {
     s.hardware = load_hardware(hw);

@@ -12,7 +12,8 @@ int lagom::fuzz::placement(const std::uint8_t* data, std::size_t size) {
         lagom::models::parse_placement(lagom::fuzz::text_of(data, size), "fuzz.json", 16, 16, 4);
     std::vector<char> seen(16, 0);
     for (std::uint32_t g : gpus) {
-      lagom::fuzz::require(g < 16 && seen[g] == 0, "a placement repeats a GPU or leaves the cluster");
+      lagom::fuzz::require(g < 16 && seen[g] == 0,
+                           "a placement repeats a GPU or leaves the cluster");
       seen[g] = 1;
     }
     lagom::fuzz::require(gpus.size() == 16, "a placement does not place every rank");

@@ -720,8 +720,8 @@ Parallelism parse_parallelism(std::string_view text) {
     }
     const std::string key = item.substr(0, eq);
     const std::string val = item.substr(eq + 1);
-    static const std::set<std::string> kKeys = {"tp",  "cp",   "pp",  "dp",
-                                                "ep",  "vpp",  "fsdp", "zero"};
+    static const std::set<std::string> kKeys = {"tp", "cp",  "pp",   "dp",
+                                                "ep", "vpp", "fsdp", "zero"};
     if (!kKeys.contains(key)) {
       throw Error(
           fmt::format("--parallel '{}': unknown key '{}' (tp, cp, pp, dp, ep, fsdp, vpp, "
@@ -886,9 +886,10 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   // Megatron-Core splits each sequence into 2 x cp chunks and gives rank i chunks i and
   // 2 cp - 1 - i, which balances causal attention over the group.
   if (p.cp > 1 && seq % (2 * p.cp) != 0) {
-    fail(fmt::format("cp={} needs the sequence ({} tokens) to split into 2 x cp = {} equal chunks "
-                     "(Megatron-Core's load-balanced causal split)",
-                     p.cp, seq, 2 * p.cp));
+    fail(
+        fmt::format("cp={} needs the sequence ({} tokens) to split into 2 x cp = {} equal chunks "
+                    "(Megatron-Core's load-balanced causal split)",
+                    p.cp, seq, 2 * p.cp));
   }
   if (m.heads % p.tp != 0) {
     fail(fmt::format("tp={} does not divide the {} attention heads", p.tp, m.heads));
@@ -916,9 +917,10 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   // that 126 layers run as 16 stages of 8 less two, or with vpp=2 as 32 chunks of 4 less two
   // (the embedding and the head sit on those stages).
   if (per * stages - m.layers > 2 || per < 1 || (per * stages - m.layers > 0 && per < 2)) {
-    fail(fmt::format("pp={} x vpp={} = {} stages do not divide the {} layers (up to two short "
-                     "stages, the first and the last, are allowed as in Llama 3)",
-                     p.pp, p.vpp, stages, m.layers));
+    fail(
+        fmt::format("pp={} x vpp={} = {} stages do not divide the {} layers (up to two short "
+                    "stages, the first and the last, are allowed as in Llama 3)",
+                    p.pp, p.vpp, stages, m.layers));
   }
   if (p.vpp > 1 && p.pp < 2) {
     fail("vpp > 1 (interleaved 1F1B) needs pp > 1");

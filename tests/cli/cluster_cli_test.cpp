@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,9 +31,9 @@ std::string flat(const std::string& text) {
 
 std::string preset_file(const std::string& name) {
   // A path, not a chain of string concatenations (GCC 12's -Warray-bounds misfires on those).
-  return slurp((std::filesystem::path(LAGOM_SOURCE_DIR) / "topologies" / "presets" /
-                (name + ".json"))
-                   .string());
+  return slurp(
+      (std::filesystem::path(LAGOM_SOURCE_DIR) / "topologies" / "presets" / (name + ".json"))
+          .string());
 }
 
 TEST(ClusterCli, Help) {

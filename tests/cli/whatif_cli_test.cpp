@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -235,11 +234,23 @@ TEST(WhatIfCli, PlacementAndSpineOversubscription) {
   // 0, 2, 1, 3 every hop crosses: 16 flows on 8 uplinks, and the step slows.
   TempDir tmp;
   const std::string placement = (tmp.path() / "place.json").string();
-  std::ofstream(placement) << R"({"format": "lagom.placement", "version": 1, "nodes": [0, 2, 1, 3]})";
-  const std::vector<std::string> base = {
-      "simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=4", "--cluster", "superpod-h100",
-      "--nodes", "4", "--set", "network.fabric.rails=false", "--set",
-      "network.fabric.nodes_per_leaf=2", "--json", "--no-op-times"};
+  std::ofstream(placement)
+      << R"({"format": "lagom.placement", "version": 1, "nodes": [0, 2, 1, 3]})";
+  const std::vector<std::string> base = {"simulate",
+                                         "--model",
+                                         "llama3-8b",
+                                         "--parallel",
+                                         "tp=8,dp=4",
+                                         "--cluster",
+                                         "superpod-h100",
+                                         "--nodes",
+                                         "4",
+                                         "--set",
+                                         "network.fabric.rails=false",
+                                         "--set",
+                                         "network.fabric.nodes_per_leaf=2",
+                                         "--json",
+                                         "--no-op-times"};
   auto step_us = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -257,16 +268,16 @@ TEST(WhatIfCli, PlacementAndSpineOversubscription) {
   EXPECT_GT(placed_2to1, 1.2 * packed);
 
   // --fold assumes alike replicas; a placement may break that.
-  const CliRun fold = run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=4",
-                                 "--cluster", "superpod-h100", "--nodes", "4", "--fold",
-                                 "--placement", placement});
+  const CliRun fold =
+      run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=4", "--cluster",
+                 "superpod-h100", "--nodes", "4", "--fold", "--placement", placement});
   EXPECT_EQ(fold.exit_code, 2) << fold.err;
   EXPECT_NE(fold.err.find("--placement can make data-parallel replicas differ"), std::string::npos)
       << fold.err;
   // A placement for another cluster size.
-  const CliRun wrong = run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=8",
-                                  "--cluster", "superpod-h100", "--nodes", "8", "--placement",
-                                  placement});
+  const CliRun wrong =
+      run_lagom({"simulate", "--model", "llama3-8b", "--parallel", "tp=8,dp=8", "--cluster",
+                 "superpod-h100", "--nodes", "8", "--placement", placement});
   EXPECT_NE(wrong.exit_code, 0);
   EXPECT_NE(wrong.err.find("nodes: expected an array of 8 node numbers"), std::string::npos)
       << wrong.err;
@@ -276,10 +287,11 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
   // Folding simulates one data-parallel replica: on an oversubscribed fabric the others' traffic
   // through the shared tier would be missing. --fold is refused there, and a search (which folds
   // on its own) runs unfolded, so it reports the unfolded step.
-  const std::vector<std::string> base = {"--model",    "llama3-8b",  "--parallel",
-                                         "tp=8,pp=2,dp=4", "--cluster", "superpod-h100",
-                                         "--nodes",    "8",          "--set",
-                                         "network.fabric.nodes_per_leaf=4"};
+  const std::vector<std::string> base = {"--model",    "llama3-8b",
+                                         "--parallel", "tp=8,pp=2,dp=4",
+                                         "--cluster",  "superpod-h100",
+                                         "--nodes",    "8",
+                                         "--set",      "network.fabric.nodes_per_leaf=4"};
   auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
     head.insert(head.end(), base.begin(), base.end());
     head.insert(head.end(), tail.begin(), tail.end());
@@ -317,10 +329,9 @@ TEST(WhatIfCli, APlacementMayUsePartOfTheClusterButNotChakra) {
                                    "--cluster", "superpod-h100"});
   EXPECT_NE(packed.err.find("uses 16 GPUs but the cluster has 1016"), std::string::npos);
   // Chakra traces have no placement: the export is refused rather than read back packed.
-  const CliRun chakra = run_lagom({"export", "--format", "chakra", "--out",
-                                   (tmp.path() / "x").string(), "--model", "llama3-8b",
-                                   "--parallel", "tp=8,dp=2", "--cluster", "superpod-h100",
-                                   "--placement", placement});
+  const CliRun chakra = run_lagom(
+      {"export", "--format", "chakra", "--out", (tmp.path() / "x").string(), "--model", "llama3-8b",
+       "--parallel", "tp=8,dp=2", "--cluster", "superpod-h100", "--placement", placement});
   EXPECT_NE(chakra.exit_code, 0);
   EXPECT_NE(chakra.err.find("rank 8 runs on GPU 512"), std::string::npos) << chakra.err;
 }

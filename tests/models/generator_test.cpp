@@ -591,8 +591,9 @@ TEST(GeneratorComm, ContextParallelGathersKeysAndValuesAndHalvesEachGpusWork) {
   // The sequence must split into 2 x cp chunks.
   TrainingConfig odd = c;
   odd.seq = 100;
-  EXPECT_NE(test::error_of([&] { generate_step(m, parse_parallelism("tp=2,cp=4"), odd); })
-                .find("cp=4 needs the sequence (100 tokens) to split into 2 x cp = 8 equal chunks"),
+  EXPECT_NE(test::error_of([&] {
+              generate_step(m, parse_parallelism("tp=2,cp=4"), odd);
+            }).find("cp=4 needs the sequence (100 tokens) to split into 2 x cp = 8 equal chunks"),
             std::string::npos);
 }
 

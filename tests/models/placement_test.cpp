@@ -17,7 +17,7 @@ std::string doc(const std::string& body) {
 }
 
 std::string placement_error(const std::string& text, std::int64_t world = 8, std::int64_t gpus = 8,
-                     int per_node = 2) {
+                            int per_node = 2) {
   try {
     parse_placement(text, "p.json", world, gpus, per_node);
   } catch (const Error& e) {
@@ -38,21 +38,24 @@ TEST(Placement, BadFilesNameTheField) {
   EXPECT_EQ(placement_error(doc(R"("nodes": [3, 1, 0])")),
             "p.json: nodes: expected an array of 4 node numbers (the step has 8 ranks on 2-GPU "
             "nodes), got 3 entries");
-  EXPECT_EQ(placement_error(doc(R"("nodes": [3, 1, 0, 1])")), "p.json: nodes[3]: node 1 is already nodes[1]");
+  EXPECT_EQ(placement_error(doc(R"("nodes": [3, 1, 0, 1])")),
+            "p.json: nodes[3]: node 1 is already nodes[1]");
   EXPECT_EQ(placement_error(doc(R"("nodes": [3, 1, 0, 4])")),
             "p.json: nodes[3]: node 4 is not in the cluster (nodes 0..3)");
   EXPECT_EQ(placement_error(doc(R"("gpus": [0, 1, 2, 3, 4, 5, 6, -1])")),
             "p.json: gpus[7]: GPU -1 is not in the cluster (GPUs 0..7)");
   EXPECT_EQ(placement_error(doc(R"("gpus": [0, 1, 2, 3, 4, 5, 6, 2.5])")),
             "p.json: gpus[7]: expected an integer, got the number 2.5");
-  EXPECT_NE(placement_error(doc(R"("nodes": [0, 1, 2, 3], "gpus": [0])")).find("give exactly one of"),
-            std::string::npos);
+  EXPECT_NE(
+      placement_error(doc(R"("nodes": [0, 1, 2, 3], "gpus": [0])")).find("give exactly one of"),
+      std::string::npos);
   EXPECT_NE(placement_error(doc(R"("node": [0])")).find("unknown field 'node'"), std::string::npos);
   EXPECT_NE(placement_error(R"({"format": "lagom.cluster", "version": 1, "nodes": [0]})")
                 .find("p.json: format: expected \"lagom.placement\""),
             std::string::npos);
-  EXPECT_NE(placement_error(doc(R"("nodes": [0, 1, 2])"), 6, 8, 4).find("do not fill whole 4-GPU nodes"),
-            std::string::npos);
+  EXPECT_NE(
+      placement_error(doc(R"("nodes": [0, 1, 2])"), 6, 8, 4).find("do not fill whole 4-GPU nodes"),
+      std::string::npos);
   EXPECT_NE(placement_error("").find("p.json"), std::string::npos);
 }
 

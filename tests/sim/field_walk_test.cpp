@@ -41,8 +41,8 @@ using nlohmann::json;
 // more blocks per SM than some GPUs hold), a memcpy, an all-reduce over everyone, an all-to-all
 // and an all-gather pinned to few threads, a send to the same GPU of the next node and to the
 // neighbour GPU, collectives of the neighbour pair under NCCL's choice, a cross-node pair
-// all-gather pinned to few threads, an all-reduce between GPU l and GPU l + 1 of the next node, and a long streaming kernel beside a 1 GiB all-reduce of the
-// node (HBM full).
+// all-gather pinned to few threads, an all-reduce between GPU l and GPU l + 1 of the next node, and
+// a long streaming kernel beside a 1 GiB all-reduce of the node (HBM full).
 traces::Workload step(int gpus, int gpn) {
   std::string ranks = "[";
   const char* classes[] = {"gemm", "attention", "elementwise", "norm", "optimizer", "other"};
@@ -355,10 +355,10 @@ TEST(FieldWalk, EveryClusterNumberChangesAnAnswerOrIsDescriptive) {
 TEST(FieldWalk, EveryFabricNumberChangesAnAnswer) {
   json doc = json::parse(topologies::cluster_preset_text("superpod-h100-16k"));
   doc["nodes"]["count"] = 16;
-  doc["network"]["fabric"] = {{"kind", "fat-tree"},     {"switch_model", "test"},
-                              {"tiers", 3},             {"radix", {24, 6, 8}},
-                              {"rails", false},         {"oversubscription", {2, 2}},
-                              {"port_speed_Gbps", 400}, {"latency_us", 0.5}};
+  doc["network"]["fabric"] = {
+      {"kind", "fat-tree"},     {"switch_model", "test"}, {"tiers", 3},
+      {"radix", {24, 6, 8}},    {"rails", false},         {"oversubscription", {2, 2}},
+      {"port_speed_Gbps", 400}, {"latency_us", 0.5}};
   const hardware::HardwareProfile profile = hardware::default_profile_for_gpu("H100-SXM-80GB");
   const Walk w = walk(
       doc,
@@ -391,11 +391,10 @@ TEST(FieldWalk, EveryFabricNumberChangesAnAnswer) {
       });
   EXPECT_EQ(w.still, std::set<std::string>{});
   EXPECT_EQ(w.rejected, std::set<std::string>{});
-  EXPECT_EQ(w.moved,
-            (std::set<std::string>{"network.fabric.latency_us", "network.fabric.oversubscription[0]",
-                                   "network.fabric.oversubscription[1]",
-                                   "network.fabric.port_speed_Gbps", "network.fabric.radix[0]",
-                                   "network.fabric.radix[1]"}));
+  EXPECT_EQ(w.moved, (std::set<std::string>{
+                         "network.fabric.latency_us", "network.fabric.oversubscription[0]",
+                         "network.fabric.oversubscription[1]", "network.fabric.port_speed_Gbps",
+                         "network.fabric.radix[0]", "network.fabric.radix[1]"}));
 }
 
 // Documented in docs/formats/profile.md ("Fields that change nothing"): used only where this

@@ -19,7 +19,8 @@ std::size_t expected_vertices(const ClusterSpec& s) {
                                (s.intra_node.kind == IntraNodeKind::kNvSwitch ? 1 : 0) +
                                s.pcie.switches.size() + static_cast<std::size_t>(s.cpu.sockets) +
                                s.network.nics.size();
-  std::size_t network = s.network.fabric.kind == FabricKind::kRailOptimized ? s.network.nics.size() + 1 : 1;
+  std::size_t network =
+      s.network.fabric.kind == FabricKind::kRailOptimized ? s.network.nics.size() + 1 : 1;
   if (s.network.fabric.kind == FabricKind::kFatTree) {
     const FatTreeLayout l = fat_tree_layout(s);
     network = static_cast<std::size_t>(l.leaves + l.spines() + l.cores());

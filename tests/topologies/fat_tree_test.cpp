@@ -50,14 +50,14 @@ TEST(FatTree, LayoutReproducesTheSuperPodComponentCounts) {
     int nodes, tiers, leaves, spines, cores, leaf_spine_cables;
   };
   const Row rows[] = {
-      {31, 2, 8, 4, 0, 8},        {63, 2, 16, 8, 0, 4},        {95, 2, 24, 16, 0, 2},
-      {127, 2, 32, 16, 0, 2},     {256, 2, 64, 32, 0, 1},      {512, 3, 128, 128, 64, 1},
+      {31, 2, 8, 4, 0, 8},         {63, 2, 16, 8, 0, 4},        {95, 2, 24, 16, 0, 2},
+      {127, 2, 32, 16, 0, 2},      {256, 2, 64, 32, 0, 1},      {512, 3, 128, 128, 64, 1},
       {1024, 3, 256, 256, 128, 1}, {2048, 3, 512, 512, 256, 1},
   };
   for (const Row& r : rows) {
-    const ClusterSpec s =
-        r.tiers == 2 ? superpod(r.nodes)
-                     : superpod(r.nodes, {{"tiers", 3}, {"oversubscription", {1.0, 1.0}}});
+    const ClusterSpec s = r.tiers == 2
+                              ? superpod(r.nodes)
+                              : superpod(r.nodes, {{"tiers", 3}, {"oversubscription", {1.0, 1.0}}});
     const FatTreeLayout l = fat_tree_layout(s);
     SCOPED_TRACE(r.nodes);
     EXPECT_EQ(l.leaves, r.leaves);
@@ -80,7 +80,8 @@ TEST(FatTree, LayoutReproducesTheSuperPodComponentCounts) {
 }
 
 TEST(FatTree, OversubscriptionSetsTheUplinks) {
-  const FatTreeLayout l = fat_tree_layout(superpod(64, {{"oversubscription", {2.0}}, {"nodes_per_leaf", nullptr}}));
+  const FatTreeLayout l =
+      fat_tree_layout(superpod(64, {{"oversubscription", {2.0}}, {"nodes_per_leaf", nullptr}}));
   EXPECT_EQ(l.nodes_per_leaf, 42);  // 42 NIC ports + 21 uplinks fit 64 ports; 43 + 22 do not
   EXPECT_EQ(l.leaf_up, 21);
   const FatTreeLayout m =
@@ -99,11 +100,13 @@ TEST(FatTree, ImpossibleFabricsAreRefusedNamingTheField) {
     }
     return std::string("accepted");
   };
-  EXPECT_NE(err(300, json::object()).find("network.fabric.radix: a 2-tier fat-tree whose spines have 64 ports "
-                              "joins at most 64 leaves"),
+  EXPECT_NE(err(300, json::object())
+                .find("network.fabric.radix: a 2-tier fat-tree whose spines have 64 ports "
+                      "joins at most 64 leaves"),
             std::string::npos);
-  EXPECT_NE(err(8, {{"nodes_per_leaf", 40}}).find("network.fabric.nodes_per_leaf: a leaf of 64 "
-                                                  "ports cannot hold 40 nodes"),
+  EXPECT_NE(err(8, {{"nodes_per_leaf", 40}})
+                .find("network.fabric.nodes_per_leaf: a leaf of 64 "
+                      "ports cannot hold 40 nodes"),
             std::string::npos);
   EXPECT_NE(err(8, {{"oversubscription", {0.5}}}).find("network.fabric.oversubscription[0]"),
             std::string::npos);
@@ -114,7 +117,8 @@ TEST(FatTree, ImpossibleFabricsAreRefusedNamingTheField) {
   EXPECT_NE(err(8, {{"tiers", 3}, {"oversubscription", {1, 1}}, {"leaves_per_pod", 12}})
                 .find("network.fabric.leaves_per_pod: must be a multiple of the 8 rails"),
             std::string::npos);
-  EXPECT_NE(err(8, {{"radix", 8}, {"rails", false}, {"nodes_per_leaf", nullptr}}).find("network.fabric.radix[0]: a leaf of 8 ports"),
+  EXPECT_NE(err(8, {{"radix", 8}, {"rails", false}, {"nodes_per_leaf", nullptr}})
+                .find("network.fabric.radix[0]: a leaf of 8 ports"),
             std::string::npos);
   // 65 pods of one leaf group each: a 64-port core cannot join them.
   EXPECT_NE(err(65 * 32, {{"tiers", 3}, {"oversubscription", {1, 1}}, {"leaves_per_pod", 8}})
@@ -190,13 +194,12 @@ TEST(FatTree, RoutesAreTheGraphsEqualCostPathsSplitByEcmp) {
   doc["intra_node"].erase("nvswitch");
   doc["pcie"]["switches"] = json::array({{{"id", "sw0"}, {"upstream", "cpu0"}}});
   doc["pcie"]["gpu_attach"] = {"sw0", "cpu1"};
-  doc["network"]["nics"] = json::array(
-      {{{"attach", "sw0"}, {"gpus", {0}}}, {{"attach", "cpu1"}, {"gpus", {1}}}});
-  doc["network"]["fabric"] = {{"kind", "fat-tree"},          {"switch_model", "test"},
-                              {"tiers", 3},                  {"radix", {16, 16, 4}},
-                              {"rails", true},               {"oversubscription", {1, 2}},
-                              {"nodes_per_leaf", 4},         {"leaves_per_pod", 4},
-                              {"latency_us", 0.5}};
+  doc["network"]["nics"] =
+      json::array({{{"attach", "sw0"}, {"gpus", {0}}}, {{"attach", "cpu1"}, {"gpus", {1}}}});
+  doc["network"]["fabric"] = {
+      {"kind", "fat-tree"},   {"switch_model", "test"}, {"tiers", 3},
+      {"radix", {16, 16, 4}}, {"rails", true},          {"oversubscription", {1, 2}},
+      {"nodes_per_leaf", 4},  {"leaves_per_pod", 4},    {"latency_us", 0.5}};
   const Cluster c(parse_cluster_json(doc.dump(), "test"));
   const FatTreeLayout l = fat_tree_layout(c.spec());
   ASSERT_EQ(l.leaves, 6);

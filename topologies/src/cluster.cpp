@@ -142,8 +142,8 @@ void build_fabric(Cluster::Impl& m) {
   };
   const auto connect = [&](int child, int parent, double bw, int cables) {
     internal::NetSwitch& c = m.switches[static_cast<std::size_t>(child)];
-    const std::size_t id = add_link(c.vertex, m.switches[static_cast<std::size_t>(parent)].vertex,
-                                    bw, cables);
+    const std::size_t id =
+        add_link(c.vertex, m.switches[static_cast<std::size_t>(parent)].vertex, bw, cables);
     c.up.push_back({id, parent, cables});
     c.up_cables += cables;
   };
@@ -198,7 +198,11 @@ void build_fabric(Cluster::Impl& m) {
                             m.nic_vertex[static_cast<std::size_t>(i)];
       const int count = s.network.nics[static_cast<std::size_t>(i)].count;
       const double bw = s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(i));
-      EdgeProps p{m.edges.size(), nccl::LinkClass::kNetwork, bw, f.latency_us, count,
+      EdgeProps p{m.edges.size(),
+                  nccl::LinkClass::kNetwork,
+                  bw,
+                  f.latency_us,
+                  count,
                   nccl::net_bw(count * s.network.nic_speed_Gbps)};
       m.edges.push_back(
           boost::add_edge(v, m.switches[static_cast<std::size_t>(m.leaf_of(node, i))].vertex, p, g)
@@ -566,8 +570,8 @@ Path Cluster::path(int a, int b) const {
                        m.switches[static_cast<std::size_t>(leaf_a)].vertex, 1.0, 0});
     m.fabric_route(leaf_a, leaf_b, crossed);
     crossed.push_back({nic_link(lb.node, nic_b),
-                       m.switches[static_cast<std::size_t>(leaf_b)].vertex,
-                       nic_v(lb.node, nic_b), 1.0, 0});
+                       m.switches[static_cast<std::size_t>(leaf_b)].vertex, nic_v(lb.node, nic_b),
+                       1.0, 0});
     append_local(lb.node, m.route(m.nic_vertex[static_cast<std::size_t>(nic_b)], gb));
     p.type = nccl::PathType::kNet;
   }

@@ -242,8 +242,8 @@ FatTreeSpec parse_fat_tree(const Ctx& c, const json& f) {
     const json& x = o[i];
     if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 1.0 ||
         x.get<double>() > 1024.0) {
-      co.at(i).fail(fmt::format("must be a number from 1 (non-blocking) to 1024, got {}",
-                                x.dump()));
+      co.at(i).fail(
+          fmt::format("must be a number from 1 (non-blocking) to 1024, got {}", x.dump()));
     }
     t.oversubscription.push_back(x.get<double>());
   }

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <set>
 
@@ -585,10 +585,10 @@ FatTreeLayout fat_tree_layout(const ClusterSpec& spec) {
     if (l.leaf_spine_cables == 0) {
       fail(spec, f + ".radix",
            fmt::format("a 2-tier fat-tree whose spines have {} ports joins at most {} leaves, "
-                       "but {} nodes at {} per leaf{} need {}; use 3 tiers (\"tiers\": 3, with an oversubscription per stage) or fewer nodes",
+                       "but {} nodes at {} per leaf{} need {}; use 3 tiers (\"tiers\": 3, with an "
+                       "oversubscription per stage) or fewer nodes",
                        spine_radix, spine_radix, spec.nodes, l.nodes_per_leaf,
-                       t.rails ? fmt::format(" and {} rails", l.rails) : std::string(),
-                       l.leaves));
+                       t.rails ? fmt::format(" and {} rails", l.rails) : std::string(), l.leaves));
     }
   } else {
     const double o2 = t.oversubscription[1];
@@ -615,8 +615,9 @@ FatTreeLayout fat_tree_layout(const ClusterSpec& spec) {
                          spine_radix, l.rails, o2));
       }
     }
-    l.leaf_spine_cables = largest_divisor(
-        l.leaf_up, [&](int c) { return spine_fits(static_cast<std::int64_t>(l.leaves_per_pod) * c); });
+    l.leaf_spine_cables = largest_divisor(l.leaf_up, [&](int c) {
+      return spine_fits(static_cast<std::int64_t>(l.leaves_per_pod) * c);
+    });
     if (l.leaf_spine_cables == 0) {
       fail(spec, f + ".leaves_per_pod",
            fmt::format("a spine of {} ports cannot hold {} leaves and their uplinks at "

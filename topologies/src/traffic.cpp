@@ -320,7 +320,7 @@ Footprint CommunicatorTraffic::build(Which w) const {
             const int via = send_via(node, g, d);
             const int nic = cluster_.nic_of(via);
             sent_by_leaf[{d, m.leaf_of(node, nic)}] += 1;  // (also when it sends nothing: the
-                                                            // receivers' count cancels it)
+                                                           // receivers' count cancels it)
             if (remote <= 0) {
               continue;
             }
@@ -344,14 +344,15 @@ Footprint CommunicatorTraffic::build(Which w) const {
             // Receivers of index d not behind this leaf (this node's own is local), and not in
             // its pod (a node's NICs all sit in one pod).
             const int leaf = m.leaf_of(node, nic);
-            const bool here_behind =
-                here && m.leaf_of(node, cluster_.nic_of(d)) == leaf;
+            const bool here_behind = here && m.leaf_of(node, cluster_.nic_of(d)) == leaf;
             const auto li = leaf_index.find({leaf, d});
             const double behind = li == leaf_index.end() ? 0.0 : li->second;
             auto& u = up[leaf];
             u[0] += (remote - (behind - (here_behind ? 1.0 : 0.0))) / n;
             const auto pi = pod_index.find({pod_of(leaf), d});
-            u[1] += (of_index[static_cast<std::size_t>(d)] - (pi == pod_index.end() ? 0.0 : pi->second)) / n;
+            u[1] += (of_index[static_cast<std::size_t>(d)] -
+                     (pi == pod_index.end() ? 0.0 : pi->second)) /
+                    n;
           }
         }
       }

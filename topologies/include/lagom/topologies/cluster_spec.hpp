@@ -142,21 +142,21 @@ struct NetworkSpec {
 // fill them) are cabled as full ones.
 struct FatTreeLayout {
   int tiers = 2;
-  int rails = 1;               // leaves per leaf group
+  int rails = 1;  // leaves per leaf group
   int nodes_per_leaf = 0;
-  int leaf_groups = 0;         // ceil(nodes / nodes_per_leaf)
-  int leaves = 0;              // leaf_groups * rails
-  int leaf_down = 0;           // NIC ports of a full leaf
-  int leaf_up = 0;             // uplinks of a leaf: ceil(leaf_down / oversubscription[0])
-  int leaves_per_pod = 0;      // every leaf with 2 tiers
-  int pods = 1;                // ceil(leaves / leaves_per_pod)
-  int spines_per_pod = 0;      // leaf_up / leaf_spine_cables
-  int leaf_spine_cables = 0;   // between a leaf and each spine of its pod
-  int spine_down = 0;          // leaves_per_pod * leaf_spine_cables
-  int spine_up = 0;            // 3 tiers: ceil(spine_down / oversubscription[1])
-  int cores_per_plane = 0;     // 3 tiers: spine_up / spine_core_cables
-  int spine_core_cables = 0;   // 3 tiers: between a spine and each core of its plane
-  double port_GBps = 0;        // one cable, one direction
+  int leaf_groups = 0;        // ceil(nodes / nodes_per_leaf)
+  int leaves = 0;             // leaf_groups * rails
+  int leaf_down = 0;          // NIC ports of a full leaf
+  int leaf_up = 0;            // uplinks of a leaf: ceil(leaf_down / oversubscription[0])
+  int leaves_per_pod = 0;     // every leaf with 2 tiers
+  int pods = 1;               // ceil(leaves / leaves_per_pod)
+  int spines_per_pod = 0;     // leaf_up / leaf_spine_cables
+  int leaf_spine_cables = 0;  // between a leaf and each spine of its pod
+  int spine_down = 0;         // leaves_per_pod * leaf_spine_cables
+  int spine_up = 0;           // 3 tiers: ceil(spine_down / oversubscription[1])
+  int cores_per_plane = 0;    // 3 tiers: spine_up / spine_core_cables
+  int spine_core_cables = 0;  // 3 tiers: between a spine and each core of its plane
+  double port_GBps = 0;       // one cable, one direction
   int spines() const { return pods * spines_per_pod; }
   int cores() const { return spines_per_pod * cores_per_plane; }
 };

@@ -96,9 +96,10 @@ class CommunicatorTraffic {
   Footprint build(Which w) const;
 
   Cluster cluster_;
-  std::vector<int> ranks_;                                 // sorted
-  bool pxn_ = true;  // NCCL_PXN_DISABLE is not 1 in the cluster's nccl_env
-  std::vector<std::pair<int, std::vector<int>>> by_node_;  // node -> its local GPUs (sorted), nodes in rank order
+  std::vector<int> ranks_;  // sorted
+  bool pxn_ = true;         // NCCL_PXN_DISABLE is not 1 in the cluster's nccl_env
+  std::vector<std::pair<int, std::vector<int>>>
+      by_node_;  // node -> its local GPUs (sorted), nodes in rank order
   mutable std::array<std::once_flag, kCount> once_;
   mutable std::array<Footprint, kCount> cache_;
 };
