@@ -15,6 +15,7 @@
 #include "lagom/traces/execution_graph.hpp"
 #include "lagom/traces/workload_json.hpp"
 #include "model_input.hpp"
+#include "step_input.hpp"
 #include "workload_input.hpp"
 
 namespace lagom::cli {
@@ -79,8 +80,10 @@ int export_command(const std::vector<std::string>& args) {
     // many GPUs as the parallel degrees say.
     int gpus = 0;
     int per_node = 8;
+    refuse_fold_if_replicas_differ(hw, mo, "export the step unfolded");
     if (!hw.cluster.empty()) {
       const Hardware h = load_hardware(hw);
+      refuse_fold_on_oversubscribed_fabric(h.cluster.spec(), mo);
       gpus = h.cluster.gpu_count();
       per_node = h.cluster.gpus_per_node();
       mo.gpu_memory_bytes = h.profile.gpu.memory_GB.value * 1e9;

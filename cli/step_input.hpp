@@ -35,6 +35,13 @@ struct StepInput {
 // such a step; `instead` says what happens without --fold ("searches then run unfolded").
 void refuse_fold_if_replicas_differ(const HardwareOptions& hw, const ModelOptions& mo,
                                     std::string_view instead);
+// --fold on a fabric with an oversubscribed tier (topologies::oversubscribed_tier): the other
+// replicas' traffic through it would be missing. Throws boost::program_options::error.
+void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
+                                          const ModelOptions& mo);
+// Folding where GPUs share NICs (the A40 presets): replicas sharing a NIC contend there, which
+// a folded step leaves out; a warning (the figure is a few percent fast).
+void warn_if_fold_shares_nics(const topologies::ClusterSpec& spec, const ModelOptions& mo);
 // Whether the replicas may differ (the condition above, without the error).
 bool replicas_may_differ(const HardwareOptions& hw, const ModelOptions& mo);
 

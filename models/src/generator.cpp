@@ -293,6 +293,20 @@ class Generator {
       }
       bwd.push_back(std::move(b));
     }
+    if (p_.cp > 1) {
+      // TransformerEngine's all-gather context parallelism keeps only the local keys and values
+      // and gathers them again before attention's backward (AttnFuncWithCPAndKVAllGather).
+      const GroupId cpg = comms_.cp[static_cast<std::size_t>(rank)];
+      const double kv = std::max(1.0, m_.kv_heads / static_cast<double>(p_.tp));
+      for (auto it = bwd.begin(); it != bwd.end(); ++it) {
+        if (std::any_of(it->kernels.begin(), it->kernels.end(),
+                        [](const Kernel& k) { return k.shape.cls == ComputeClass::kAttention; })) {
+          bwd.insert(it, Block{{}, Comm{OpKind::kAllGather, cpg, seqs * seq_ * 2 * kv * hd_ * bpe_,
+                                        "attn.cp.kv"}});
+          break;
+        }
+      }
+    }
     return bwd;
   }
 

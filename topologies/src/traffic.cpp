@@ -147,24 +147,45 @@ const Footprint& CommunicatorTraffic::get(Which w) const {
 }
 
 int CommunicatorTraffic::send_via(int node, int g, int d) const {
+  const auto it = std::find_if(by_node_.begin(), by_node_.end(),
+                               [&](const auto& e) { return e.first == node; });
+  return it == by_node_.end() ? g : send_via(it->second, g, d);
+}
+
+int CommunicatorTraffic::send_via(const std::vector<int>& locals, int g, int d) const {
   const Impl& m = *cluster_.impl_;
   if (g == d || !pxn_) {
     return g;
   }
   // d must be a member on this node (NCCL maps the peer's device to a local rank of the
-  // communicator), reach g over NVLink and sit close to its NIC (PIX or PXB).
-  const auto it = std::find_if(by_node_.begin(), by_node_.end(),
-                               [&](const auto& e) { return e.first == node; });
-  if (it == by_node_.end() || !std::binary_search(it->second.begin(), it->second.end(), d)) {
+  // communicator). The NIC is d's; the GPU that forwards is the member local to that NIC
+  // (ncclTopoGetLocalGpu: the best path to it, then the lowest index), which must reach g over
+  // NVLink and sit PIX or PXB from the NIC. With one NIC per GPU that is d itself.
+  if (!std::binary_search(locals.begin(), locals.end(), d)) {
+    return g;
+  }
+  const int nic = cluster_.nic_of(d);
+  const std::size_t nv = m.nic_vertex[static_cast<std::size_t>(nic)];
+  int proxy = -1;
+  nccl::PathType best = nccl::PathType::kNet;
+  for (int x : locals) {  // local order
+    if (cluster_.nic_of(x) != nic) {
+      continue;
+    }
+    const nccl::PathType t = m.route(m.gpu_vertex[static_cast<std::size_t>(x)], nv).type;
+    if (proxy < 0 || static_cast<int>(t) < static_cast<int>(best)) {
+      proxy = x;
+      best = t;
+    }
+  }
+  if (proxy < 0 || proxy == g) {
     return g;
   }
   const std::size_t gv = m.gpu_vertex[static_cast<std::size_t>(g)];
-  const std::size_t dv = m.gpu_vertex[static_cast<std::size_t>(d)];
-  const std::size_t nic = m.nic_vertex[static_cast<std::size_t>(cluster_.nic_of(d))];
-  const nccl::PathType to_nic = m.route(dv, nic).type;
-  return m.route(gv, dv).type == nccl::PathType::kNvl &&
-                 (to_nic == nccl::PathType::kPix || to_nic == nccl::PathType::kPxb)
-             ? d
+  const std::size_t pv = m.gpu_vertex[static_cast<std::size_t>(proxy)];
+  return m.route(gv, pv).type == nccl::PathType::kNvl &&
+                 (best == nccl::PathType::kPix || best == nccl::PathType::kPxb)
+             ? proxy
              : g;
 }
 
@@ -317,7 +338,7 @@ Footprint CommunicatorTraffic::build(Which w) const {
           for (int d = 0; d < gpn; ++d) {
             const bool here = std::binary_search(locals.begin(), locals.end(), d);
             const double remote = of_index[static_cast<std::size_t>(d)] - (here ? 1.0 : 0.0);
-            const int via = send_via(node, g, d);
+            const int via = send_via(locals, g, d);
             const int nic = cluster_.nic_of(via);
             sent_by_leaf[{d, m.leaf_of(node, nic)}] += 1;  // (also when it sends nothing: the
                                                            // receivers' count cancels it)
@@ -373,7 +394,7 @@ Footprint CommunicatorTraffic::build(Which w) const {
           const int leaf = m.leaf_of(node, nic);
           double same_leaf_here = 0;  // this node's senders that would use this leaf for g
           for (int s : locals) {
-            same_leaf_here += m.leaf_of(node, cluster_.nic_of(send_via(node, s, g))) == leaf;
+            same_leaf_here += m.leaf_of(node, cluster_.nic_of(send_via(locals, s, g))) == leaf;
           }
           const auto si = sent_by_leaf.find({g, leaf});
           const double via_leaf = si == sent_by_leaf.end() ? 0.0 : si->second;

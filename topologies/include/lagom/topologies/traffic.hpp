@@ -90,6 +90,7 @@ class CommunicatorTraffic {
   // NCCL's PXN for a send from local GPU g of `node` to a GPU of local index d on another node:
   // the local GPU whose NIC it leaves by (d when PXN applies, else g). See the file comment.
   int send_via(int node, int g, int d) const;
+  int send_via(const std::vector<int>& locals, int g, int d) const;  // `node`'s members
 
   enum Which { kRing, kNetwork, kChain, kTree, kNvls, kNvlsUp, kNvlsDown, kAllToAll, kCount };
   const Footprint& get(Which w) const;
