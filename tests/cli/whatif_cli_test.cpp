@@ -310,6 +310,20 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
   const auto t = nlohmann::json::parse(tune.out);
   EXPECT_FALSE(t["context"].contains("folded_replicas"));
   EXPECT_EQ(t["step_time_us"], nlohmann::json::parse(sim.out)["step_time_us"]);
+  // Exporting such a folded step is refused too (it would be refused when simulated).
+  TempDir tmp;
+  const CliRun exported =
+      with({"export", "--format", "json", "--out", (tmp.path() / "f.json").string(), "--fold"},
+           four);
+  EXPECT_EQ(exported.exit_code, 2) << exported.err;
+  // Where GPUs share NICs (a40-pcie: one NIC per node) folding is close, not exact: a warning.
+  const CliRun shared = run_lagom({"simulate", "--model", "phi-2", "--parallel", "tp=2,pp=2,dp=4",
+                                   "--gbs", "16", "--cluster", "a40-pcie", "--nodes", "2",
+                                   "--fold"});
+  EXPECT_EQ(shared.exit_code, 0) << shared.err;
+  EXPECT_NE(shared.err.find("warning: folding on 'a40-pcie', whose NICs serve 8 GPUs each"),
+            std::string::npos)
+      << shared.err;
   // Non-blocking, the search folds (4 replicas) and gets the same step as unfolded.
   const CliRun tune11 = with({"tune", "--method", "nccl", "--json"}, {});
   ASSERT_EQ(tune11.exit_code, 0) << tune11.err;
