@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
+#include <mutex>
 #include <boost/program_options/errors.hpp>
 
 #include "lagom/common/hash.hpp"
@@ -51,7 +53,11 @@ void warn_if_fold_shares_nics(const topologies::ClusterSpec& spec, const ModelOp
   for (const topologies::NicSpec& nic : spec.network.nics) {
     most = std::max(most, nic.gpus.size());
   }
-  if (most > 1) {
+  // Once per cluster and process (lagom reproduce sets up dozens of steps).
+  static std::mutex once_mutex;
+  static std::set<std::string> warned;
+  const std::lock_guard<std::mutex> lock(once_mutex);
+  if (most > 1 && warned.insert(spec.name).second) {
     warn(fmt::format(
         "folding on '{}', whose NICs serve {} GPUs each: replicas that share a NIC contend for "
         "it, which the folded step leaves out, so it can come out a few percent fast (2.9% on "
