@@ -248,7 +248,7 @@ nlohmann::ordered_json classes_json(const search::Evaluator& eval, const search:
     e["bytes"] = c.bytes;
     e["nnodes"] = c.nnodes;
     e["nranks"] = c.nranks;
-    e["calls"] = c.calls;
+    e["calls"] = c.step_calls;
     e["config"] = config_json(ch.config);
     e["time_us"] = ch.time_us;
     e["nccl"] = config_json(c.nccl);

@@ -139,7 +139,7 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
     const search::CollClass& c = s.eval->classes()[j];
     const search::ClassChoice& ch = r.choices[j];
     fmt::print("{:<14} {:>10} {:>5} {:>5} {:>5}  {:<36} {:>10.1f}  {:<36} {:>10.1f}\n",
-               nccl::to_string(c.coll), format_bytes(c.bytes), c.nnodes, c.nranks, c.calls,
+               nccl::to_string(c.coll), format_bytes(c.bytes), c.nnodes, c.nranks, c.step_calls,
                short_config(c.nccl), ch.nccl_time_us, short_config(ch.config), ch.time_us);
   }
   for (const auto& [path, what] : {std::pair{out_path, "plan"},

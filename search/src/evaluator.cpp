@@ -55,6 +55,14 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
   using Key = std::tuple<int, std::int64_t, int, int>;
   std::map<Key, std::int32_t> index;
   std::vector<std::set<const nccl::Tables*>> tables;
+  // A folded step's replica count: the most GPUs a communicator spans per rank it holds.
+  std::int64_t folded = 1;
+  for (const traces::Group& g : w.groups()) {
+    if (!g.ranks.empty() && g.gpus.size() > g.ranks.size()) {
+      folded =
+          std::max<std::int64_t>(folded, static_cast<std::int64_t>(g.gpus.size() / g.ranks.size()));
+    }
+  }
   for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
     const auto members = graph.members(i);
     const traces::OpId op = members.front();
@@ -77,6 +85,18 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     }
     CollClass& c = classes_[static_cast<std::size_t>(it->second)];
     ++c.calls;
+    // A communicator of r ranks spanning g GPUs stands for folded x r / g calls of the step (a
+    // replicated tensor-parallel group for each replica; a data-parallel one, which spans them
+    // all, for one).
+    const traces::GroupId gid = w.group(op);
+    std::int64_t stands_for = folded;
+    if (gid != traces::kNoGroup) {
+      const traces::Group& g = w.groups()[static_cast<std::size_t>(gid)];
+      const auto span = static_cast<std::int64_t>(g.cluster_gpus().size());
+      const auto held = static_cast<std::int64_t>(g.ranks.size());
+      stands_for = span > 0 ? std::max<std::int64_t>(1, folded * held / span) : folded;
+    }
+    c.step_calls += stands_for;
     c.examples.push_back(op);
     tables[static_cast<std::size_t>(it->second)].insert(&cost_->nccl_tables(op));
     for (traces::OpId m : members) {

@@ -102,7 +102,7 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
       rule.nthreads = ch.config.nthreads;
       rule.chunk_bytes = ch.config.chunk_bytes;
     }
-    rule.calls = c.calls;
+    rule.calls = static_cast<int>(std::min<std::int64_t>(c.step_calls, 1 << 30));
     rule.time_us = ch.time_us;
     rule.nccl = c.nccl;
     rule.nccl_time_us = ch.nccl_time_us;

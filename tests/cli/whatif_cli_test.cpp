@@ -312,14 +312,13 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
   EXPECT_EQ(t["step_time_us"], nlohmann::json::parse(sim.out)["step_time_us"]);
   // Exporting such a folded step is refused too (it would be refused when simulated).
   TempDir tmp;
-  const CliRun exported =
-      with({"export", "--format", "json", "--out", (tmp.path() / "f.json").string(), "--fold"},
-           four);
+  const CliRun exported = with(
+      {"export", "--format", "json", "--out", (tmp.path() / "f.json").string(), "--fold"}, four);
   EXPECT_EQ(exported.exit_code, 2) << exported.err;
   // Where GPUs share NICs (a40-pcie: one NIC per node) folding is close, not exact: a warning.
-  const CliRun shared = run_lagom({"simulate", "--model", "phi-2", "--parallel", "tp=2,pp=2,dp=4",
-                                   "--gbs", "16", "--cluster", "a40-pcie", "--nodes", "2",
-                                   "--fold"});
+  const CliRun shared =
+      run_lagom({"simulate", "--model", "phi-2", "--parallel", "tp=2,pp=2,dp=4", "--gbs", "16",
+                 "--cluster", "a40-pcie", "--nodes", "2", "--fold"});
   EXPECT_EQ(shared.exit_code, 0) << shared.err;
   EXPECT_NE(shared.err.find("warning: folding on 'a40-pcie', whose NICs serve 8 GPUs each"),
             std::string::npos)
@@ -328,6 +327,17 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
   const CliRun tune11 = with({"tune", "--method", "nccl", "--json"}, {});
   ASSERT_EQ(tune11.exit_code, 0) << tune11.err;
   EXPECT_EQ(nlohmann::json::parse(tune11.out)["context"]["folded_replicas"], 4);
+  // Its classes count the whole step's calls, folded or not.
+  const CliRun unfolded = with({"tune", "--method", "nccl", "--json", "--no-fold"}, {});
+  ASSERT_EQ(unfolded.exit_code, 0) << unfolded.err;
+  const auto calls = [](const CliRun& r) {
+    std::vector<std::int64_t> out;
+    for (const auto& c : nlohmann::json::parse(r.out)["classes"]) {
+      out.push_back(c["calls"].get<std::int64_t>());
+    }
+    return out;
+  };
+  EXPECT_EQ(calls(tune11), calls(unfolded));
 }
 
 TEST(WhatIfCli, APlacementMayUsePartOfTheClusterButNotChakra) {

@@ -29,7 +29,12 @@ struct CollClass {
   std::int64_t bytes = 0;
   int nnodes = 0;
   int nranks = 0;
-  int calls = 0;                       // communication instances of the step in this class
+  int calls = 0;  // communication instances of the step in this class
+  // The same counted over the whole training step: an instance of a folded step (one replica
+  // simulated for dp) stands for a call on every replica it does not span. What reports show,
+  // so that a count does not change when a search folds or not; `calls` is what the simulated
+  // workload holds (searches average their times over it).
+  std::int64_t step_calls = 0;
   std::vector<traces::OpId> examples;  // one member op per instance
   nccl::CommConfig nccl;               // NCCL's own choice (of the first instance's communicator)
   std::vector<Subspace> subspaces;     // legal on every communicator of the class
