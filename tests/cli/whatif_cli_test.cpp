@@ -332,7 +332,8 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
   ASSERT_EQ(unfolded.exit_code, 0) << unfolded.err;
   const auto calls = [](const CliRun& r) {
     std::vector<std::int64_t> out;
-    for (const auto& c : nlohmann::json::parse(r.out)["classes"]) {
+    const auto j = nlohmann::json::parse(r.out);  // alive through the loop
+    for (const auto& c : j["classes"]) {
       out.push_back(c["calls"].get<std::int64_t>());
     }
     return out;
