@@ -194,16 +194,6 @@ std::string_view vendor_name(nccl::CpuVendor v) {
   return "";
 }
 
-// Per uplink stage, a switch's down bandwidth over its up bandwidth as built.
-std::vector<double> effective_oversubscription(const topo::ClusterSpec& s,
-                                               const topo::FatTreeLayout& l) {
-  std::vector<double> out{l.leaf_down * s.network.nic_speed_Gbps / (l.leaf_up * l.port_GBps * 8.0)};
-  if (l.tiers == 3) {
-    out.push_back(static_cast<double>(l.spine_down) / l.spine_up);
-  }
-  return out;
-}
-
 std::string cables(int n) {
   return fmt::format("{} cable{}", n, n == 1 ? "" : "s");
 }
@@ -237,7 +227,7 @@ std::string fabric_text(const topo::ClusterSpec& s) {
     }
     // What was built, in bandwidth: uplinks are whole ports (rounded up) and may run at another
     // speed than the NICs.
-    const std::vector<double> built = effective_oversubscription(s, l);
+    const std::vector<double> built = topo::built_oversubscription(s, l);
     std::vector<std::string> real;
     bool differs = false;
     for (std::size_t i = 0; i < built.size(); ++i) {
@@ -329,7 +319,7 @@ Json cluster_json(const topo::ClusterSpec& s) {
                      {"cores", l.cores()},
                      {"cores_per_plane", l.cores_per_plane},
                      {"spine_core_cables", l.spine_core_cables},
-                     {"oversubscription_built", effective_oversubscription(s, l)}};
+                     {"oversubscription_built", topo::built_oversubscription(s, l)}};
     }
   }
   c["assumptions"] = s.assumptions;

@@ -5,9 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <set>
-#include <mutex>
 #include <boost/program_options/errors.hpp>
+#include <mutex>
+#include <set>
 
 #include "lagom/common/hash.hpp"
 #include "warnings.hpp"
@@ -30,6 +30,19 @@ void warn_measured_ops(const traces::Workload& w, const HardwareOptions& hw) {
         "--slow-link: {} of the workload's communication ops carry a measured duration_us, which "
         "a slower link does not change (the models time only ops without one)",
         measured_comm));
+  }
+}
+
+// A folded workload (a file exported with --fold: a group spans more GPUs than it holds ranks)
+// stands for replicas it does not simulate; refused where that is not exact (`why` follows the
+// group in the message).
+void refuse_folded_workload(const LoadedWorkload& in, std::string_view why) {
+  for (const traces::Group& g : in.workload.groups()) {
+    if (g.gpus.size() > g.ranks.size()) {
+      throw po::error(fmt::format(
+          "{} is folded (group '{}' spans {} GPUs with {} ranks){}; export the step without --fold",
+          in.source, g.name, g.gpus.size(), g.ranks.size(), why));
+    }
   }
 }
 
@@ -159,28 +172,14 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
     // the tier, and their traffic is not in it.
     if (const std::string tier = topologies::oversubscribed_tier(s.hardware->cluster.spec());
         !tier.empty()) {
-      for (const traces::Group& g : s.in.workload.groups()) {
-        if (g.gpus.size() > g.ranks.size()) {
-          throw po::error(fmt::format(
-              "{} is folded (group '{}' spans {} GPUs with {} ranks), but the fabric is "
-              "oversubscribed ({}): the replicas it stands for would share it; export the step "
-              "without --fold",
-              s.in.source, g.name, g.gpus.size(), g.ranks.size(), tier));
-        }
-      }
+      refuse_folded_workload(s.in, fmt::format(", but the fabric is oversubscribed ({}): the "
+                                               "replicas it stands for would share it",
+                                               tier));
     }
   }
   if (hw.degraded()) {
-    // A folded workload (a file exported with --fold): its ranks stand for every replica, which
-    // a slow part makes differ.
-    for (const traces::Group& g : s.in.workload.groups()) {
-      if (g.gpus.size() > g.ranks.size()) {
-        throw po::error(fmt::format(
-            "{} is folded (group '{}' spans {} GPUs with {} ranks): --slow-gpu and --slow-link "
-            "make replicas differ; export the step without --fold",
-            s.in.source, g.name, g.gpus.size(), g.ranks.size()));
-      }
-    }
+    // A folded workload: its ranks stand for every replica, which a slow part makes differ.
+    refuse_folded_workload(s.in, ": --slow-gpu and --slow-link make replicas differ");
     warn_measured_ops(s.in.workload, hw);
     // A slow GPU that runs no rank changes nothing (a workload on fewer GPUs than the cluster,
     // or an idle GPU of a replica a down node dropped): say so rather than ignore it.

@@ -156,6 +156,14 @@ class Generator {
     return a;
   }
 
+  // Context parallelism's gather of the keys and values of `seqs` whole sequences over the cp
+  // group, on one GPU's key/value heads (an all-gather's output, in bytes).
+  Comm cp_kv_gather(double seqs, int rank, const char* name) const {
+    const double kv = std::max(1.0, m_.kv_heads / static_cast<double>(p_.tp));
+    return Comm{OpKind::kAllGather, comms_.cp[static_cast<std::size_t>(rank)],
+                seqs * seq_ * 2 * kv * hd_ * bpe_, name};
+  }
+
   // Forward blocks of layer l for `tokens` tokens (`seqs` sequences) on one GPU.
   std::vector<Block> forward_blocks(int l, double seqs, int rank) const {
     const double tokens = seqs * lseq_;  // this GPU's: seq / cp of each sequence
@@ -189,8 +197,7 @@ class Generator {
       // Context parallelism: the keys and values of the whole sequence, gathered over the cp
       // group (Megatron-Core's cp_comm_type all_gather; their gradients reduce-scatter back in
       // backward).
-      attn.comm = Comm{OpKind::kAllGather, comms_.cp[static_cast<std::size_t>(rank)],
-                       seqs * seq_ * 2 * kv * hd_ * bpe_, "attn.cp"};
+      attn.comm = cp_kv_gather(seqs, rank, "attn.cp");
       blocks.push_back(attn);
       attn = Block{};
     }
@@ -296,13 +303,10 @@ class Generator {
     if (p_.cp > 1) {
       // TransformerEngine's all-gather context parallelism keeps only the local keys and values
       // and gathers them again before attention's backward (AttnFuncWithCPAndKVAllGather).
-      const GroupId cpg = comms_.cp[static_cast<std::size_t>(rank)];
-      const double kv = std::max(1.0, m_.kv_heads / static_cast<double>(p_.tp));
       for (auto it = bwd.begin(); it != bwd.end(); ++it) {
         if (std::any_of(it->kernels.begin(), it->kernels.end(),
                         [](const Kernel& k) { return k.shape.cls == ComputeClass::kAttention; })) {
-          bwd.insert(it, Block{{}, Comm{OpKind::kAllGather, cpg, seqs * seq_ * 2 * kv * hd_ * bpe_,
-                                        "attn.cp.kv"}});
+          bwd.insert(it, Block{{}, cp_kv_gather(seqs, rank, "attn.cp.kv")});
           break;
         }
       }

@@ -194,8 +194,7 @@ void build_fabric(Cluster::Impl& m) {
   m.nic_link_base = m.edges.size();
   for (int node = 0; node < s.nodes; ++node) {
     for (int i = 0; i < nics; ++i) {
-      const std::size_t v = static_cast<std::size_t>(node) * m.vertices_per_node +
-                            m.nic_vertex[static_cast<std::size_t>(i)];
+      const std::size_t v = m.nic_vertex_of(node, i);
       const int count = s.network.nics[static_cast<std::size_t>(i)].count;
       const double bw = s.nic_entry_bandwidth_GBps(static_cast<std::size_t>(i));
       EdgeProps p{m.edges.size(),
@@ -554,24 +553,15 @@ Path Cluster::path(int a, int b) const {
   } else {
     const int nic_a = nic_of(la.local);
     const int nic_b = nic_of(lb.local);
-    const std::size_t nics = m.spec.network.nics.size();
-    const auto nic_link = [&](int node, int nic) {
-      return m.nic_link_base + static_cast<std::size_t>(node) * nics +
-             static_cast<std::size_t>(nic);
-    };
-    const auto nic_v = [&](int node, int nic) {
-      return static_cast<std::size_t>(node) * m.vertices_per_node +
-             m.nic_vertex[static_cast<std::size_t>(nic)];
-    };
     const int leaf_a = m.leaf_of(la.node, nic_a);
     const int leaf_b = m.leaf_of(lb.node, nic_b);
     append_local(la.node, m.route(ga, m.nic_vertex[static_cast<std::size_t>(nic_a)]));
-    crossed.push_back({nic_link(la.node, nic_a), nic_v(la.node, nic_a),
+    crossed.push_back({m.nic_link(la.node, nic_a), m.nic_vertex_of(la.node, nic_a),
                        m.switches[static_cast<std::size_t>(leaf_a)].vertex, 1.0, 0});
     m.fabric_route(leaf_a, leaf_b, crossed);
-    crossed.push_back({nic_link(lb.node, nic_b),
-                       m.switches[static_cast<std::size_t>(leaf_b)].vertex, nic_v(lb.node, nic_b),
-                       1.0, 0});
+    crossed.push_back({m.nic_link(lb.node, nic_b),
+                       m.switches[static_cast<std::size_t>(leaf_b)].vertex,
+                       m.nic_vertex_of(lb.node, nic_b), 1.0, 0});
     append_local(lb.node, m.route(m.nic_vertex[static_cast<std::size_t>(nic_b)], gb));
     p.type = nccl::PathType::kNet;
   }

@@ -80,6 +80,15 @@ struct Cluster::Impl {
   std::vector<int> leaf_of_nic;
   int fabric_tiers = 1;  // 1: single switch; 2: leaves and spine(s); 3: and cores
 
+  // Node `node`'s NIC `nic`: its vertex (global numbering) and the link to its leaf.
+  std::size_t nic_vertex_of(int node, int nic) const {
+    return static_cast<std::size_t>(node) * vertices_per_node +
+           nic_vertex[static_cast<std::size_t>(nic)];
+  }
+  std::size_t nic_link(int node, int nic) const {
+    return nic_link_base + static_cast<std::size_t>(node) * spec.network.nics.size() +
+           static_cast<std::size_t>(nic);
+  }
   int leaf_of(int node, int nic) const {
     return leaf_of_nic[static_cast<std::size_t>(node) * spec.network.nics.size() +
                        static_cast<std::size_t>(nic)];

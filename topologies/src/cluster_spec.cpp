@@ -484,19 +484,26 @@ std::string oversubscribed_tier(const ClusterSpec& spec) {
     return "";
   }
   const FatTreeLayout l = fat_tree_layout(spec);
-  const double down_Gbps = l.leaf_down * spec.network.nic_speed_Gbps;
-  const double up_Gbps = l.leaf_up * l.port_GBps * 8.0;
-  if (up_Gbps < down_Gbps * (1.0 - 1e-12)) {
+  const std::vector<double> built = built_oversubscription(spec, l);
+  if (built[0] * (1.0 - 1e-12) > 1.0) {
     return fmt::format(
-        "leaf uplinks at {:.3g}:1 ({} NIC ports of {} Gb/s over {} uplinks of {} Gb/s)",
-        down_Gbps / up_Gbps, l.leaf_down, spec.network.nic_speed_Gbps, l.leaf_up,
-        l.port_GBps * 8.0);
+        "leaf uplinks at {:.3g}:1 ({} NIC ports of {} Gb/s over {} uplinks of {} Gb/s)", built[0],
+        l.leaf_down, spec.network.nic_speed_Gbps, l.leaf_up, l.port_GBps * 8.0);
   }
-  if (l.tiers == 3 && l.pods > 1 && l.spine_up < l.spine_down) {
-    return fmt::format("spine uplinks at {:.3g}:1 ({} ports down, {} up)",
-                       static_cast<double>(l.spine_down) / l.spine_up, l.spine_down, l.spine_up);
+  if (l.tiers == 3 && l.pods > 1 && built[1] > 1.0) {
+    return fmt::format("spine uplinks at {:.3g}:1 ({} ports down, {} up)", built[1], l.spine_down,
+                       l.spine_up);
   }
   return "";
+}
+
+std::vector<double> built_oversubscription(const ClusterSpec& spec, const FatTreeLayout& l) {
+  std::vector<double> out{l.leaf_down * spec.network.nic_speed_Gbps /
+                          (l.leaf_up * l.port_GBps * 8.0)};
+  if (l.tiers == 3) {
+    out.push_back(static_cast<double>(l.spine_down) / l.spine_up);
+  }
+  return out;
 }
 
 FatTreeLayout fat_tree_layout(const ClusterSpec& spec) {

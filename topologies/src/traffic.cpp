@@ -309,12 +309,7 @@ Footprint CommunicatorTraffic::build(Which w) const {
       // NIC (NCCL's receiver always uses its own). What leaves a leaf (stage 1) or a pod (stage
       // 2) climbs the fabric by ECMP (Impl::up_spread), and what enters one comes down the
       // mirror of that spread.
-      const std::size_t nics = cluster_.spec().network.nics.size();
       const auto pod_of = [&](int leaf) { return m.switches[static_cast<std::size_t>(leaf)].pod; };
-      const auto nic_link = [&](int node, int nic) {
-        return m.nic_link_base + static_cast<std::size_t>(node) * nics +
-               static_cast<std::size_t>(nic);
-      };
       // Members per local index overall, behind each leaf and in each pod (keyed with d).
       std::vector<double> of_index(static_cast<std::size_t>(gpn), 0.0);
       std::map<std::pair<int, int>, double> leaf_index;  // (leaf, d)
@@ -356,12 +351,8 @@ Footprint CommunicatorTraffic::build(Which w) const {
                             m.route(m.gpu_vertex[static_cast<std::size_t>(via)],
                                     m.nic_vertex[static_cast<std::size_t>(nic)]),
                             bytes, acc);
-            const std::size_t link = nic_link(node, nic);
-            acc.add(link,
-                    direction(m, link,
-                              static_cast<std::size_t>(node) * m.vertices_per_node +
-                                  m.nic_vertex[static_cast<std::size_t>(nic)]),
-                    bytes);
+            const std::size_t link = m.nic_link(node, nic);
+            acc.add(link, direction(m, link, m.nic_vertex_of(node, nic)), bytes);
             // Receivers of index d not behind this leaf (this node's own is local), and not in
             // its pod (a node's NICs all sit in one pod).
             const int leaf = m.leaf_of(node, nic);
@@ -385,10 +376,8 @@ Footprint CommunicatorTraffic::build(Which w) const {
           const std::size_t nv = m.nic_vertex[static_cast<std::size_t>(nic)];
           add_local_route(m, node, m.route(nv, m.gpu_vertex[static_cast<std::size_t>(g)]), remote,
                           acc);
-          const std::size_t link = nic_link(node, nic);
-          acc.add(link,
-                  1 - direction(m, link, static_cast<std::size_t>(node) * m.vertices_per_node + nv),
-                  remote);
+          const std::size_t link = m.nic_link(node, nic);
+          acc.add(link, 1 - direction(m, link, m.nic_vertex_of(node, nic)), remote);
           // Senders elsewhere whose bytes for index g leave by another leaf than this one, and
           // those outside this pod.
           const int leaf = m.leaf_of(node, nic);

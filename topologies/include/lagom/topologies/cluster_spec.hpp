@@ -218,6 +218,11 @@ struct ClusterSpec {
 // uplinks, a spine its pod's leaves and its uplinks, a 2-tier spine every leaf, a core every pod).
 FatTreeLayout fat_tree_layout(const ClusterSpec& spec);
 
+// Per uplink stage of a fat-tree's layout `l` (fat_tree_layout(spec)), a switch's down bandwidth
+// over its up bandwidth as built: uplinks are whole ports, rounded up, and may run at another
+// speed than the NICs (a leaf of 32 NIC ports at 400 Gb/s over 16 uplinks of 400 Gb/s: 2).
+std::vector<double> built_oversubscription(const ClusterSpec& spec, const FatTreeLayout& l);
+
 // Where the network between nodes is oversubscribed: "" when every tier can carry what the
 // tier below sends (a single switch; a rail-optimized fabric at 1:1; a fat-tree whose uplinks,
 // in bandwidth, match its down links), else a description of the first tier that cannot
