@@ -38,7 +38,12 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
       "degree x pipeline stages, or mbs x data-parallel degree "
       "without pipelining)")("seq", integer_option(&opts.seq, "--seq", 1, kMaxTokens, "tokens"),
                              "sequence length (default: the model's)")(
-      "precision", po::value(&opts.precision)->default_value("bf16"), "bf16, fp16 or fp32")(
+      "precision", po::value(&opts.precision)->default_value("bf16"),
+      "bf16, fp16, fp8 (Transformer Engine: the layers' linear GEMMs and their sequence-parallel "
+      "all-gathers in FP8; needs a GPU with FP8 tensor cores) or fp32")(
+      "fp8-param-gather", po::bool_switch(&opts.fp8_param_gather),
+      "with --precision fp8: data-parallel parameter all-gathers (ZeRO, FSDP) carry the linear "
+      "weights in FP8 (Megatron's --fp8-param-gather)")(
       "overlap", po::value(&opts.overlap)->default_value("none"),
       "none, domino (TP communication under the other half-batch's compute) or two-batch "
       "(expert all-to-alls under the other half-batch's compute)")(
@@ -63,8 +68,9 @@ bool model_requested(const ModelOptions& opts, const po::variables_map& vm) {
       throw po::error(fmt::format("--{} describes a generated step: it needs --model", key));
     }
   }
-  if (opts.recompute || opts.fold) {
-    throw po::error("--recompute and --fold describe a generated step: they need --model");
+  if (opts.recompute || opts.fold || opts.fp8_param_gather) {
+    throw po::error(
+        "--recompute, --fold and --fp8-param-gather describe a generated step: they need --model");
   }
   if (!opts.placement.empty()) {
     throw po::error(
@@ -91,13 +97,13 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
   models::TrainingConfig cfg;
   cfg.mbs = opts.mbs;
   cfg.seq = opts.seq;
-  if (opts.precision == "bf16" || opts.precision == "fp16") {
-    cfg.bytes_per_element = 2;
-  } else if (opts.precision == "fp32") {
-    cfg.bytes_per_element = 4;
-  } else {
-    throw Error(fmt::format("--precision '{}': expected bf16, fp16 or fp32", opts.precision));
+  const std::optional<traces::Precision> precision = traces::parse_precision(opts.precision);
+  if (!precision) {
+    throw Error(fmt::format("--precision '{}': expected bf16, fp16, fp8 or fp32", opts.precision));
   }
+  cfg.precision = *precision;
+  cfg.bytes_per_element = cfg.precision == traces::Precision::kFp32 ? 4 : 2;
+  cfg.fp8_param_gather = opts.fp8_param_gather;
   if (opts.overlap == "none") {
     cfg.overlap = models::Overlap::kNone;
   } else if (opts.overlap == "domino") {

@@ -17,6 +17,7 @@ struct ModelOptions {
   int gbs = 0;
   int seq = 0;
   std::string precision = "bf16";
+  bool fp8_param_gather = false;  // --fp8-param-gather
   std::string overlap = "none";
   bool recompute = false;
   bool fold = false;

@@ -137,12 +137,17 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
   }
   const json& gpu = r.field(doc, "", "gpu");
   r.only(gpu, "gpu",
-         {"sms", "hbm_GBps", "memory_GB", "bf16_TFLOPS", "fp32_TFLOPS", "l2_MiB", "smem_per_sm_KiB",
-          "max_threads_per_sm", "max_blocks_per_sm"});
+         {"sms", "hbm_GBps", "memory_GB", "bf16_TFLOPS", "fp8_TFLOPS", "fp32_TFLOPS", "l2_MiB",
+          "smem_per_sm_KiB", "max_threads_per_sm", "max_blocks_per_sm"});
   p.gpu.sms = r.measured(gpu, "gpu", "sms", 1, 10000);
   p.gpu.hbm_GBps = r.measured(gpu, "gpu", "hbm_GBps", 1, 1e6);
   p.gpu.memory_GB = r.measured(gpu, "gpu", "memory_GB", 0.1, 1e5);
   p.gpu.bf16_TFLOPS = r.measured(gpu, "gpu", "bf16_TFLOPS", 0.1, 1e6);
+  // Optional, as GPUs before Hopper have none: 0 means no FP8 tensor cores.
+  p.gpu.fp8_TFLOPS =
+      gpu.contains("fp8_TFLOPS")
+          ? r.measured(gpu, "gpu", "fp8_TFLOPS", 0, 1e6)
+          : Measured{0, "not given: no FP8 tensor peak (GPUs before Hopper have none)"};
   p.gpu.fp32_TFLOPS = r.measured(gpu, "gpu", "fp32_TFLOPS", 0.1, 1e6);
   p.gpu.l2_MiB = r.measured(gpu, "gpu", "l2_MiB", 0, 1e4);
   p.gpu.smem_per_sm_KiB = r.measured(gpu, "gpu", "smem_per_sm_KiB", 1, 1e4);
@@ -258,6 +263,7 @@ std::string profile_to_json(const HardwareProfile& p) {
                        {"hbm_GBps", to_json(p.gpu.hbm_GBps)},
                        {"memory_GB", to_json(p.gpu.memory_GB)},
                        {"bf16_TFLOPS", to_json(p.gpu.bf16_TFLOPS)},
+                       {"fp8_TFLOPS", to_json(p.gpu.fp8_TFLOPS)},
                        {"fp32_TFLOPS", to_json(p.gpu.fp32_TFLOPS)},
                        {"l2_MiB", to_json(p.gpu.l2_MiB)},
                        {"smem_per_sm_KiB", to_json(p.gpu.smem_per_sm_KiB)},
@@ -316,6 +322,7 @@ std::vector<ProfileField> profile_fields(HardwareProfile& p) {
   add("gpu.hbm_GBps", g.hbm_GBps);
   add("gpu.memory_GB", g.memory_GB);
   add("gpu.bf16_TFLOPS", g.bf16_TFLOPS);
+  add("gpu.fp8_TFLOPS", g.fp8_TFLOPS);
   add("gpu.fp32_TFLOPS", g.fp32_TFLOPS);
   add("gpu.l2_MiB", g.l2_MiB);
   add("gpu.smem_per_sm_KiB", g.smem_per_sm_KiB);

@@ -51,6 +51,10 @@ struct Comm {
   GroupId group = traces::kNoGroup;
   double bytes = 0;
   const char* name = "";  // for op labels ("attn.tp"); the kind follows ("attn.tp.allreduce")
+  // A sequence-parallel all-gather or reduce-scatter of a Transformer Engine linear layer: when
+  // it runs as an all-gather (the input's in forward, the output gradient's in backward) under
+  // FP8 it carries FP8 (TE quantizes before it gathers); as a reduce-scatter it stays 16-bit.
+  bool te_linear = false;
 };
 
 struct Block {
@@ -71,6 +75,9 @@ class Generator {
     seq_ = c.seq > 0 ? c.seq : m.seq_len;
     lseq_ = static_cast<double>(seq_) / p.cp;
     bpe_ = c.bytes_per_element;
+    fp8_ = c.precision == traces::Precision::kFp8;
+    tensor_ = c.precision == traces::Precision::kFp32 ? traces::Precision::kFp32
+                                                      : traces::Precision::kBf16;
     splits_ = c.overlap == Overlap::kNone ? 1 : 2;
     micro_ = static_cast<int>(c.gbs / (c.mbs * p.dense_dp()));
     hd_ = m.head_dim > 0 ? m.head_dim : m.hidden / m.heads;
@@ -141,12 +148,46 @@ class Generator {
 
   // --- One layer's blocks ----------------------------------------------------------------------
 
+  // A linear layer's GEMM (out[m, n] = in[m, k] W[k, n]): in FP8 under --precision fp8 (both
+  // operands one byte, the output 16-bit), else as the other tensor kernels.
+  Kernel linear(double m, double n, double k) const {
+    Kernel g = gemm(m, n, k, bpe_);
+    if (fp8_) {
+      g.shape.precision = traces::Precision::kFp8;
+      g.bytes = (m * k + k * n) + m * n * bpe_;
+      g.grad_cast_bytes = m * n * (bpe_ + 2.0);
+    } else {
+      g.shape.precision = tensor_;
+    }
+    return g;
+  }
+
+  // Under FP8, the quantization of `elems` 16-bit values into a linear's FP8 input, where no
+  // fused kernel does it (TE fuses it into the norm before QKV and fc1, and into the activation
+  // before a dense fc2): reads two bytes an element, writes one.
+  void fp8_input_cast(Block& b, double elems, const char* name) const {
+    if (fp8_) {
+      Kernel q = stream(ComputeClass::kElementwise, elems, 1, 1, 0, bpe_);
+      q.bytes = elems * (bpe_ + 1.0);
+      q.forward_only = true;
+      b.kernels.push_back(named(q, name));
+    }
+  }
+
+  // A GEMM outside the transformer layers' linears (router, output head): never FP8.
+  Kernel plain_gemm(double m, double n, double k) const {
+    Kernel g = gemm(m, n, k, bpe_);
+    g.shape.precision = tensor_;
+    return g;
+  }
+
   // Attention's core for `seqs` sequences on one GPU: FlashAttention over the whole sequence, or
   // with context parallelism this GPU's seq / cp queries against every key (causal work balanced
   // over the group, as Megatron-Core orders the chunks): 1 / cp of the FLOPs, the queries and
   // outputs 1 / cp of the bytes, the gathered keys and values all of theirs.
   Kernel attention_core(double seqs, double q_heads) const {
     Kernel a = attention(seqs, seq_, q_heads, hd_, bpe_, 1.0);
+    a.shape.precision = tensor_;
     if (p_.cp > 1) {
       const double cp = p_.cp;
       a.shape.flops /= cp;
@@ -171,28 +212,31 @@ class Generator {
     const double tp = p_.tp;
     const GroupId tpg = comms_.tp[static_cast<std::size_t>(rank)];
     const double act_bytes = tokens * h * bpe_;
-    auto tp_reduce = [&](const char* name) -> std::optional<Comm> {
+    // `te`: the communication of a Transformer Engine linear (Comm::te_linear); the MoE
+    // dispatcher's gathers and reductions are Megatron's own, in 16 bits.
+    auto tp_reduce = [&](const char* name, bool te) -> std::optional<Comm> {
       if (p_.tp == 1) {
         return std::nullopt;
       }
-      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes, name};
+      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes, name,
+                  te && p_.sp};
     };
-    auto sp_gather = [&](const char* name) -> std::optional<Comm> {
+    auto sp_gather = [&](const char* name, bool te) -> std::optional<Comm> {
       if (p_.tp == 1 || !p_.sp) {
         return std::nullopt;
       }
-      return Comm{OpKind::kAllGather, tpg, act_bytes, name};
+      return Comm{OpKind::kAllGather, tpg, act_bytes, name, te};
     };
     const double norm_tokens = p_.sp ? tokens / tp : tokens;
     std::vector<Block> blocks;
     // Attention.
     blocks.push_back(
         {{named(stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_), "attn.norm")},
-         sp_gather("attn.sp")});
+         sp_gather("attn.sp", true)});
     const double q_heads = m_.heads / tp;
     const double kv = std::max(1.0, m_.kv_heads / tp);
     Block attn;
-    attn.kernels.push_back(named(gemm(tokens, (q_heads + 2 * kv) * hd_, h, bpe_), "attn.qkv"));
+    attn.kernels.push_back(named(linear(tokens, (q_heads + 2 * kv) * hd_, h), "attn.qkv"));
     if (p_.cp > 1) {
       // Context parallelism: the keys and values of the whole sequence, gathered over the cp
       // group (Megatron-Core's cp_comm_type all_gather; their gradients reduce-scatter back in
@@ -202,57 +246,63 @@ class Generator {
       attn = Block{};
     }
     attn.kernels.push_back(named(attention_core(seqs, q_heads), "attn.core"));
-    attn.kernels.push_back(named(gemm(tokens, h, q_heads * hd_, bpe_), "attn.proj"));
-    attn.comm = m_.parallel_attn_mlp ? std::nullopt : tp_reduce("attn.tp");
+    fp8_input_cast(attn, tokens * q_heads * hd_, "attn.proj.cast");
+    attn.kernels.push_back(named(linear(tokens, h, q_heads * hd_), "attn.proj"));
+    attn.comm = m_.parallel_attn_mlp ? std::nullopt : tp_reduce("attn.tp", true);
     blocks.push_back(attn);
     // MLP or experts.
     if (!m_.parallel_attn_mlp) {
       blocks.push_back(
           {{named(stream(ComputeClass::kNorm, norm_tokens * h, 5, 1, 1, bpe_), "mlp.norm")},
-           sp_gather("mlp.sp")});
+           sp_gather("mlp.sp", !m_.layer_is_moe(l))});
     }
     const double gate = m_.gated_mlp ? 2.0 : 1.0;
     if (!m_.layer_is_moe(l)) {
       const double f = m_.ffn_hidden / tp;
       Block mlp;
-      mlp.kernels.push_back(named(gemm(tokens, gate * f, h, bpe_), "mlp.fc1"));
+      mlp.kernels.push_back(named(linear(tokens, gate * f, h), "mlp.fc1"));
       mlp.kernels.push_back(named(
           stream(ComputeClass::kElementwise, tokens * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
           "mlp.act"));
-      mlp.kernels.push_back(named(gemm(tokens, h, f, bpe_), "mlp.fc2"));
-      mlp.comm = tp_reduce("mlp.tp");
+      mlp.kernels.push_back(named(linear(tokens, h, f), "mlp.fc2"));
+      mlp.comm = tp_reduce("mlp.tp", true);
       blocks.push_back(mlp);
     } else {
       const GroupId epg = comms_.ep[static_cast<std::size_t>(rank)];
       const double routed = tokens * m_.top_k;  // token-expert pairs this GPU sends
       Block router;
-      router.kernels.push_back(named(gemm(tokens, m_.experts, h, bpe_), "moe.router"));
+      router.kernels.push_back(named(plain_gemm(tokens, m_.experts, h), "moe.router"));
       if (p_.ep > 1) {
         router.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_, "moe.dispatch"};
       }
       blocks.push_back(router);
       // Balanced routing: this GPU's experts receive as many token-expert pairs as it sent.
       const double f = m_.moe_ffn_hidden / tp;
+      // The experts' grouped linears (TE GroupedLinear) quantize their inputs themselves.
       Block experts;
-      experts.kernels.push_back(named(gemm(routed, gate * f, h, bpe_), "moe.fc1"));
+      fp8_input_cast(experts, routed * h, "moe.fc1.cast");
+      experts.kernels.push_back(named(linear(routed, gate * f, h), "moe.fc1"));
       experts.kernels.push_back(named(
           stream(ComputeClass::kElementwise, routed * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
           "moe.act"));
-      experts.kernels.push_back(named(gemm(routed, h, f, bpe_), "moe.fc2"));
+      fp8_input_cast(experts, routed * f, "moe.fc2.cast");
+      experts.kernels.push_back(named(linear(routed, h, f), "moe.fc2"));
       if (m_.shared_experts > 0) {
         const double sf = m_.shared_experts * m_.moe_ffn_hidden / tp;
-        experts.kernels.push_back(named(gemm(tokens, gate * sf, h, bpe_), "moe.shared.fc1"));
+        fp8_input_cast(experts, tokens * h, "moe.shared.fc1.cast");
+        experts.kernels.push_back(named(linear(tokens, gate * sf, h), "moe.shared.fc1"));
         experts.kernels.push_back(named(
             stream(ComputeClass::kElementwise, tokens * sf, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
             "moe.shared.act"));
-        experts.kernels.push_back(named(gemm(tokens, h, sf, bpe_), "moe.shared.fc2"));
+        fp8_input_cast(experts, tokens * sf, "moe.shared.fc2.cast");
+        experts.kernels.push_back(named(linear(tokens, h, sf), "moe.shared.fc2"));
       }
       if (p_.ep > 1) {
         experts.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_, "moe.combine"};
       }
       blocks.push_back(experts);
       if (p_.tp > 1) {
-        blocks.push_back({{}, tp_reduce("moe.tp")});
+        blocks.push_back({{}, tp_reduce("moe.tp", false)});
       }
     }
     return blocks;
@@ -267,7 +317,18 @@ class Generator {
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
       Block b;
       for (auto k = it->kernels.rbegin(); k != it->kernels.rend(); ++k) {
+        if (k->forward_only) {
+          continue;
+        }
         if (k->shape.cls == ComputeClass::kGemm) {
+          if (k->grad_cast_bytes > 0) {
+            Kernel q = stream(ComputeClass::kElementwise, k->grad_cast_bytes / (bpe_ + 2.0), 1, 1,
+                              0, bpe_);
+            q.bytes = k->grad_cast_bytes;
+            q.name = k->name;
+            q.pass = "gradcast";
+            b.kernels.push_back(q);
+          }
           // Recover m, n, k from the forward GEMM: flops = 2mnk; keep the FLOPs and tiles.
           Kernel dgrad = *k;
           Kernel wgrad = *k;
@@ -362,10 +423,14 @@ class Generator {
         }
         if (blk.comm && blk.comm->group != traces::kNoGroup) {
           name(blk.comm->name, traces::to_string(blk.comm->kind), pass, part);
+          // FP8 all-gathers of TE linears: one byte an element.
+          const double bytes = fp8_ && blk.comm->te_linear && blk.comm->kind == OpKind::kAllGather
+                                   ? blk.comm->bytes / bpe_
+                                   : blk.comm->bytes;
           if (splits_ == 1) {
-            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, blk.comm->bytes, what);
+            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, bytes, what);
           } else {
-            const OpId c = add_comm(s.side, blk.comm->kind, blk.comm->group, blk.comm->bytes, what);
+            const OpId c = add_comm(s.side, blk.comm->kind, blk.comm->group, bytes, what);
             b_.add_dep(c, last);
             if (wait[static_cast<std::size_t>(part)]) {
               b_.add_dep(c, *wait[static_cast<std::size_t>(part)]);
@@ -383,18 +448,36 @@ class Generator {
   // attention and MLP matrices split over TP, norms (and a MoE block's router) whole on every TP
   // rank as in Megatron. With ep > 1 the routed experts are apart (expert_layer_params).
   double layer_params(int l) const {
-    double split = m_.attention_params();
     double whole = m_.norm_params();
+    if (m_.layer_is_moe(l)) {
+      whole += m_.router_params();
+    }
+    return layer_linear_params(l) + whole;
+  }
+
+  // The linear layers' share of layer_params (the weights TE's FP8 GEMMs use).
+  double layer_linear_params(int l) const {
+    double split = m_.attention_params();
     if (!m_.layer_is_moe(l)) {
       split += m_.dense_mlp_params();
     } else {
       split += m_.expert_params() * m_.shared_experts;
-      whole += m_.router_params();
       if (p_.ep == 1) {
         split += m_.expert_params() * m_.experts;
       }
     }
-    return split / p_.tp + whole;
+    return split / p_.tp;
+  }
+
+  // Bytes a data-parallel parameter all-gather of unit (v, l) carries: 16-bit, or with
+  // --fp8-param-gather the linear weights in FP8 (embedding, head and norms stay 16-bit).
+  double unit_gather_bytes(int v, int l) const {
+    const double all = unit_params(v, l) * bpe_;
+    return c_.fp8_param_gather ? all - layer_linear_params(l) * (bpe_ - 1) : all;
+  }
+  // The same for routed experts (all linear weights).
+  double expert_gather_bytes(double params) const {
+    return params * (c_.fp8_param_gather ? 1 : bpe_);
   }
 
   // Block l's routed experts on one GPU when ep > 1 (experts / ep of them, split over TP): only
@@ -427,7 +510,8 @@ class Generator {
     if (edpg == traces::kNoGroup || params <= 0) {
       return std::nullopt;
     }
-    return add_comm(s, kind, edpg, params * bpe_, what);
+    return add_comm(s, kind, edpg,
+                    kind == OpKind::kAllGather ? expert_gather_bytes(params) : params * bpe_, what);
   }
 
   void emit_rank(int r) {
@@ -493,7 +577,7 @@ class Generator {
           std::optional<OpId> gather;
           std::optional<OpId> expert_gather;
           if (fsdp) {
-            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_,
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_gather_bytes(v, l),
                               fmt::format("L{}.fsdp.allgather.fwd", l));
             expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l),
                                         fmt::format("L{}.fsdp.experts.allgather.fwd", l));
@@ -528,7 +612,7 @@ class Generator {
           const double tokens = static_cast<double>(c_.mbs) * lseq_;
           add_kernel(s.compute, stream(ComputeClass::kNorm, tokens * m_.hidden, 5, 1, 1, bpe_),
                      "head.norm.fwd");
-          add_kernel(s.compute, gemm(tokens, vocab_ / p_.tp, m_.hidden, bpe_), "head.logits.fwd");
+          add_kernel(s.compute, plain_gemm(tokens, vocab_ / p_.tp, m_.hidden), "head.logits.fwd");
           add_kernel(s.compute,
                      stream(ComputeClass::kElementwise, tokens * vocab_ / p_.tp, 5, 1, 1, bpe_),
                      "head.loss.fwd");
@@ -546,6 +630,8 @@ class Generator {
         } else {
           const double tokens = static_cast<double>(c_.mbs) * lseq_;
           auto [dgrad, wgrad] = gemm_backward(tokens, vocab_ / p_.tp, m_.hidden, bpe_);
+          dgrad.shape.precision = tensor_;
+          wgrad.shape.precision = tensor_;
           add_kernel(s.compute, dgrad, "head.logits.dgrad");
           add_kernel(s.compute, wgrad, "head.logits.wgrad");
         }
@@ -553,7 +639,7 @@ class Generator {
           std::optional<OpId> gather;
           std::optional<OpId> expert_gather;
           if (fsdp) {
-            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_params(v, l) * bpe_,
+            gather = add_comm(s.dp_ag, OpKind::kAllGather, dpg, unit_gather_bytes(v, l),
                               fmt::format("L{}.fsdp.allgather.bwd", l));
             expert_gather = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, expert_layer_params(l),
                                         fmt::format("L{}.fsdp.experts.allgather.bwd", l));
@@ -633,12 +719,14 @@ class Generator {
     }
     // Optimizer over this GPU's (shard of the) parameters, after its gradients are reduced.
     double local = 0;
+    double local_gather_bytes = 0;
     double local_experts = 0;
     for (int ch = 0; ch < p_.vpp; ++ch) {
       const int v = ch * p_.pp + c.pp;
       for (int l = first_layer_[static_cast<std::size_t>(v)];
            l < first_layer_[static_cast<std::size_t>(v) + 1]; ++l) {
         local += unit_params(v, l);
+        local_gather_bytes += unit_gather_bytes(v, l);
         local_experts += expert_layer_params(l);
       }
     }
@@ -653,7 +741,8 @@ class Generator {
       const OpId fence = marker(s.dp_rs, "dp.reduced");
       b_.add_dep(opt, fence);
       if (p_.zero == 1 || p_.zero == 2) {
-        const OpId ag = add_comm(s.dp_ag, OpKind::kAllGather, dpg, local * bpe_, "zero.allgather");
+        const OpId ag =
+            add_comm(s.dp_ag, OpKind::kAllGather, dpg, local_gather_bytes, "zero.allgather");
         b_.add_dep(ag, opt);
         if (auto eag = expert_comm(s.dp_ag, OpKind::kAllGather, edpg, local_experts,
                                    "zero.experts.allgather")) {
@@ -678,6 +767,8 @@ class Generator {
   int seq_ = 0;
   double lseq_ = 0;  // tokens of a sequence on this GPU: seq / cp
   int bpe_ = 2;
+  bool fp8_ = false;                                  // --precision fp8
+  traces::Precision tensor_ = traces::Precision::kBf16;  // of the tensor kernels that are not FP8
   int splits_ = 1;
   int micro_ = 1;
   double hd_ = 0;
@@ -875,6 +966,13 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   if (p.zero >= 3) {
     e.weights += 2.0 * (per_layer + per_layer_experts) * c.bytes_per_element;
   }
+  // FP8: Transformer Engine keeps an FP8 copy of each linear weight and of its transpose across
+  // the micro-batches of a step (2 bytes a parameter). With --fp8-param-gather the weights
+  // themselves are FP8 (1 byte, plus the transpose), as much as the 16-bit copy they replace.
+  // Activations stay counted at 16 bits: FP8 saves some (a bound from above there).
+  if (c.precision == traces::Precision::kFp8 && !c.fp8_param_gather && p.zero < 3) {
+    e.weights += 2.0 * (layers_here * split / p.tp + expert_params);
+  }
   e.buffers = 3.0e9;  // CUDA context, NCCL buffers, allocator fragmentation (an estimate)
   return e;
 }
@@ -900,6 +998,19 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   const int seq = c.seq > 0 ? c.seq : m.seq_len;
   if (seq < 1) {
     fail("the model has no default sequence length; pass --seq");
+  }
+  if ((c.precision == traces::Precision::kFp32) != (c.bytes_per_element == 4)) {
+    fail(fmt::format("precision {} with {}-byte elements: fp32 GEMMs go with 4-byte elements, "
+                     "16-bit and fp8 ones with 2",
+                     traces::to_string(c.precision), c.bytes_per_element));
+  }
+  if (c.fp8_param_gather && c.precision != traces::Precision::kFp8) {
+    fail("--fp8-param-gather gathers FP8 weights: it needs --precision fp8");
+  }
+  if (c.fp8_param_gather && (p.zero == 0 || p.weight_replicas() == 1)) {
+    fail(
+        "--fp8-param-gather makes the data-parallel parameter all-gathers FP8, and this layout has "
+        "none: it needs ZeRO (zero=1, 2) or FSDP over more than one data-parallel replica");
   }
   // Megatron-Core splits each sequence into 2 x cp chunks and gives rank i chunks i and
   // 2 cp - 1 - i, which balances causal attention over the group.
@@ -993,8 +1104,9 @@ GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const Trai
   Generator g(m, p, c);
   GeneratedStep out = g.run();
   out.memory = estimate_memory(m, p, c);
-  out.description = fmt::format("{}, {}, mbs {}, gbs {}, seq {}, {}{}", m.name, to_string(p), c.mbs,
-                                c.gbs, seq, c.bytes_per_element == 4 ? "fp32" : "bf16",
+  out.description = fmt::format("{}, {}, mbs {}, gbs {}, seq {}, {}{}{}", m.name, to_string(p),
+                                c.mbs, c.gbs, seq, traces::to_string(c.precision),
+                                c.fp8_param_gather ? " (fp8 parameter gathers)" : "",
                                 c.recompute ? ", full recompute" : "");
   return out;
 }

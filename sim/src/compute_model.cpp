@@ -66,10 +66,7 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   // SMs that hold some of its blocks.
   const int sms = grant.full + (grant.blocks_per_shared > 0 ? grant.shared : 0);
   const hardware::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
-  const bool tensor =
-      shape.cls == traces::ComputeClass::kGemm || shape.cls == traces::ComputeClass::kAttention;
-  const double peak_TFLOPS =
-      tensor ? profile_.gpu.bf16_TFLOPS.value : profile_.gpu.fp32_TFLOPS.value;
+  const double peak_TFLOPS = peak_TFLOPS_of(shape);
   const double per_sm_flops_per_us = peak_TFLOPS * 1e6 / sms_ * k.flops_efficiency.value;
   const double hbm_bytes_per_us = hbm_GBps * 1e3 * k.hbm_efficiency.value;
   // Without a block count: one full wave on the whole GPU.
@@ -105,6 +102,28 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   e.time_us = profile_.compute.launch_us.value + t;
   e.hbm_GBps = e.time_us > 0 ? bytes / (e.time_us * 1e3) : 0;
   return e;
+}
+
+double ComputeModel::peak_TFLOPS_of(const traces::ComputeShape& shape) const {
+  const hardware::GpuParams& g = profile_.gpu;
+  if (shape.cls != traces::ComputeClass::kGemm && shape.cls != traces::ComputeClass::kAttention) {
+    return g.fp32_TFLOPS.value;  // the CUDA cores, whatever the data type
+  }
+  switch (shape.precision) {
+    case traces::Precision::kFp8:
+      if (!(g.fp8_TFLOPS.value > 0)) {
+        throw Error(fmt::format("an fp8 {} kernel needs FP8 tensor cores, and profile '{}' ({}) has "
+                                "none (gpu.fp8_TFLOPS is 0); use bf16, or a profile (or --set "
+                                "gpu.fp8_TFLOPS=...) with an FP8 peak",
+                                traces::to_string(shape.cls), profile_.name, profile_.gpu_type));
+      }
+      return g.fp8_TFLOPS.value;
+    case traces::Precision::kFp32:
+      return g.fp32_TFLOPS.value;
+    case traces::Precision::kBf16:
+      break;
+  }
+  return g.bf16_TFLOPS.value;
 }
 
 KernelEstimate ComputeModel::alone(const traces::ComputeShape& shape, double bytes) const {

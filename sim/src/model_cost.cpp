@@ -50,6 +50,20 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
         w.rank_count(), top_gpu >= w.rank_count() ? fmt::format(" on GPUs up to {}", top_gpu) : "",
         cluster.name(), cluster.gpu_count(), cluster.nodes(), cluster.gpus_per_node()));
   }
+  if (!(profile.gpu.fp8_TFLOPS.value > 0)) {
+    // Refused up front, naming the op, rather than mid-simulation.
+    for (traces::OpId op = 0; op < w.op_count(); ++op) {
+      const traces::ComputeShape* sh = w.compute_shape(op);
+      if (sh != nullptr && sh->precision == traces::Precision::kFp8 &&
+          w.duration_ns(op) == traces::kNoDuration) {
+        try {
+          (void)compute_.peak_TFLOPS_of(*sh);
+        } catch (const Error& e) {
+          throw Error(fmt::format("{}: {}", w.describe(op), e.what()));
+        }
+      }
+    }
+  }
   auto make = [&](std::vector<int> ranks) {
     auto c = std::make_unique<Communicator>();
     c->info = topologies::describe_communicator(cluster, ranks);

@@ -88,6 +88,28 @@ TEST(ModelCli, RecomputationIsNotCountedAsModelFlops) {
   EXPECT_LT(b["mfu"].get<double>(), a["mfu"].get<double>());
 }
 
+TEST(ModelCli, Fp8ShortensAComputeBoundStepAndKeepsTheModelFlops) {
+  // Llama 3 8B at tp=8 with SP on one H100 node: under --precision fp8 the linear GEMMs run
+  // against the 1979 TFLOP/s FP8 peak, so the step is shorter and MFU (against the BF16 peak,
+  // the convention) higher; the model FLOPs are the same. What a GPU without FP8 refuses is in
+  // the bad-input catalogue.
+  const std::vector<std::string> base{"--model", "llama3-8b", "--parallel", "tp=8,sp",
+                                      "--cluster", "dgx-h100", "--seq", "2048",
+                                      "--json", "--no-op-times"};
+  std::vector<std::string> f8 = base;
+  f8.insert(f8.end(), {"--precision", "fp8"});
+  CliRun a = run_lagom(simulate(base));
+  CliRun b = run_lagom(simulate(f8));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ja = nlohmann::json::parse(a.out);
+  const auto jb = nlohmann::json::parse(b.out);
+  EXPECT_DOUBLE_EQ(ja["flops"].get<double>(), jb["flops"].get<double>());
+  EXPECT_LT(jb["step_time_us"].get<double>(), ja["step_time_us"].get<double>());
+  EXPECT_GT(jb["mfu"].get<double>(), ja["mfu"].get<double>());
+  EXPECT_NE(jb.dump().find("fp8"), std::string::npos);
+}
+
 struct ModelCliBadCase {
   const char* what;
   std::vector<std::string> args;
@@ -177,9 +199,27 @@ const ModelCliBadCase kModelCliBadCases[] = {
      1,
      {"--overlap 'both'", "none, domino or two-batch"}},
     {"unknown precision",
+     {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--precision", "fp4"},
+     1,
+     {"--precision 'fp4'", "bf16, fp16, fp8 or fp32"}},
+    {"fp8 on a GPU without FP8 tensor cores",
      {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--precision", "fp8"},
      1,
-     {"--precision 'fp8'"}},
+     {"L0.attn.qkv.fwd", "fp8 gemm kernel needs FP8 tensor cores", "'a40'",
+      "gpu.fp8_TFLOPS is 0"}},
+    {"fp8 parameter gathers without a model",
+     {"--cluster", "a40-nvlink", "--fp8-param-gather"},
+     2,
+     {"--fp8-param-gather describe a generated step: they need --model"}},
+    {"fp8 parameter gathers without fp8",
+     {"--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--fp8-param-gather"},
+     1,
+     {"--fp8-param-gather gathers FP8 weights: it needs --precision fp8"}},
+    {"fp8 parameter gathers without a parameter gather",
+     {"--model", "phi-2", "--parallel", "dp=8", "--cluster", "a40-nvlink", "--precision", "fp8",
+      "--fp8-param-gather"},
+     1,
+     {"it needs ZeRO (zero=1, 2) or FSDP"}},
 };
 
 class ModelCliBadInput : public ::testing::TestWithParam<ModelCliBadCase> {};

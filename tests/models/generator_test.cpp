@@ -599,6 +599,159 @@ TEST(GeneratorComm, ContextParallelGathersKeysAndValuesAndHalvesEachGpusWork) {
             std::string::npos);
 }
 
+// --- FP8 ----------------------------------------------------------------------------------------
+
+TrainingConfig fp8(TrainingConfig c, bool param_gather = false) {
+  c.precision = traces::Precision::kFp8;
+  c.fp8_param_gather = param_gather;
+  return c;
+}
+
+// Compute ops of `rank` by (class, precision): count and FLOPs.
+std::map<std::pair<ComputeClass, traces::Precision>, std::pair<int, double>> kernels_by_precision(
+    const Workload& w, int rank) {
+  std::map<std::pair<ComputeClass, traces::Precision>, std::pair<int, double>> out;
+  for (OpId op = 0; op < w.op_count(); ++op) {
+    if (w.rank_of(op) == static_cast<traces::Rank>(rank)) {
+      if (const traces::ComputeShape* s = w.compute_shape(op)) {
+        auto& [n, f] = out[{s->cls, s->precision}];
+        ++n;
+        f += s->flops;
+      }
+    }
+  }
+  return out;
+}
+
+int count_of(
+    std::map<std::pair<ComputeClass, traces::Precision>, std::pair<int, double>>& kernels,
+    ComputeClass cls, traces::Precision precision) {
+  return kernels[{cls, precision}].first;
+}
+
+TEST(GeneratorPrecision, Fp8RunsTheLinearGemmsInFp8AndGathersTheirInputsInFp8) {
+  // tiny at tp=4 with SP, 2 micro-batches of mbs 2. Under FP8 each layer's four linears (QKV,
+  // projection, fc1, fc2) run forward, dgrad and wgrad in FP8: 12 GEMMs per layer and
+  // micro-batch, 6 x tokens x their weights on the GPU in FLOPs. The output head and attention
+  // stay 16-bit. Model FLOPs do not change. The SP all-gathers (4 per layer and micro-batch: the
+  // inputs of QKV and fc1 forward, the output gradients of the projection and fc2 backward)
+  // carry one byte an element; the reduce-scatters stay 16-bit. Per layer and micro-batch the
+  // quantizations add 5 streaming kernels: the projection's input (tokens x heads x head_dim,
+  // 3 bytes an element) and the four output gradients (tokens x out, 4 bytes an element).
+  const ModelSpec m = tiny();
+  const int micro = 2;
+  const TrainingConfig c = config(2, 2 * micro);
+  const GeneratedStep a = generate(m, "tp=4,sp", c);
+  const GeneratedStep b = generate(m, "tp=4,sp", fp8(c));
+  EXPECT_NE(b.description.find(", fp8"), std::string::npos) << b.description;
+  expect_rel(b.figures.flops, a.figures.flops, 1e-12, "model FLOPs");
+  const double tokens = kMbs * m.seq_len;
+  const double linear = (m.attention_params() + m.dense_mlp_params()) / 4;
+  for (int r = 0; r < 4; ++r) {
+    auto k = kernels_by_precision(b.workload, r);
+    const auto [n8, f8] = k[std::make_pair(ComputeClass::kGemm, traces::Precision::kFp8)];
+    EXPECT_EQ(n8, 12 * m.layers * micro);
+    expect_rel(f8, micro * m.layers * 6.0 * tokens * linear, 1e-12, "FP8 GEMM FLOPs");
+    EXPECT_EQ(count_of(k, ComputeClass::kGemm, traces::Precision::kBf16), 3 * micro);  // the head
+    EXPECT_EQ(count_of(k, ComputeClass::kAttention, traces::Precision::kFp8), 0);
+    auto k16 = kernels_by_precision(a.workload, r);
+    EXPECT_EQ(count_of(k, ComputeClass::kElementwise, traces::Precision::kBf16) -
+                  count_of(k16, ComputeClass::kElementwise, traces::Precision::kBf16),
+              5 * m.layers * micro);
+    const Tally t16 = tally(a.workload, r);
+    const Tally t8 = tally(b.workload, r);
+    expect_rel(t8.b(OpKind::kAllGather, "tp"), t16.b(OpKind::kAllGather, "tp") / 2, 1e-12,
+               "FP8 all-gathers");
+    EXPECT_EQ(t8.n(OpKind::kAllGather, "tp"), t16.n(OpKind::kAllGather, "tp"));
+    expect_rel(t8.b(OpKind::kReduceScatter, "tp"), t16.b(OpKind::kReduceScatter, "tp"), 1e-12,
+               "16-bit reduce-scatters");
+  }
+  // Without SP the all-reduces stay 16-bit.
+  expect_rel(tally(generate(m, "tp=4", fp8(c)).workload, 0).b(OpKind::kAllReduce, "tp"),
+             tally(generate(m, "tp=4", c).workload, 0).b(OpKind::kAllReduce, "tp"), 1e-12,
+             "all-reduce");
+}
+
+TEST(GeneratorPrecision, TheMoeDispatchersGathersStay16Bit) {
+  // tiny-moe (layer 0 dense, 1-3 MoE) at tp=2,sp,ep=2: per micro-batch the dense layer's 4 TP
+  // all-gathers are TE linears' (FP8), a MoE layer's 2 of its 4 (attention's); the tokens'
+  // gather before the router and its mirror are Megatron's own, 16-bit. So the FP8 step gathers
+  // 4/2 + 3 x (2/2 + 2) = 11 activations per micro-batch where the 16-bit one gathers 16.
+  const ModelSpec m = tiny_moe();
+  const int micro = 2;
+  const TrainingConfig c = config(2, 2 * 2 * micro);
+  const double act = tally(generate(m, "tp=2,sp,ep=2", c).workload, 0).b(OpKind::kAllGather, "tp") /
+                     (16.0 * micro);
+  expect_rel(tally(generate(m, "tp=2,sp,ep=2", fp8(c)).workload, 0).b(OpKind::kAllGather, "tp"),
+             11.0 * micro * act, 1e-12, "tp all-gathers");
+}
+
+TEST(GeneratorPrecision, Fp8ParameterGathersCarryTheLinearWeightsInOneByte) {
+  // With --fp8-param-gather the data-parallel all-gathers carry each linear weight in one byte
+  // and the rest (embedding, head, norms) in two: ZeRO-1 gathers bpe x held - linear bytes once
+  // per step, FSDP that twice per micro-batch. Gradients still reduce in 16 bits.
+  const ModelSpec m = tiny();
+  const double linear = m.layers * (m.attention_params() + m.dense_mlp_params());
+  {
+    const Parallelism p = parse_parallelism("dp=4,zero=1");
+    const GeneratedStep s = generate_step(m, p, fp8(config(2, 16), true));
+    const Tally t = tally(s.workload, 1);
+    expect_rel(t.b(OpKind::kAllGather, "dp"), kBpe * held(m, p, 0).dense - linear, 1e-12,
+               "ZeRO-1 all-gather");
+    expect_rel(t.b(OpKind::kReduceScatter, "dp"), kBpe * held(m, p, 0).dense, 1e-12,
+               "reduce-scatter");
+    // Without the flag FP8 leaves the gathers 16-bit.
+    expect_rel(tally(generate_step(m, p, fp8(config(2, 16))).workload, 1).b(OpKind::kAllGather,
+                                                                            "dp"),
+               kBpe * held(m, p, 0).dense, 1e-12, "16-bit all-gather");
+  }
+  {
+    const Parallelism p = parse_parallelism("fsdp=4");
+    const int micro = 3;
+    const GeneratedStep s = generate_step(m, p, fp8(config(2, 2 * 4 * micro), true));
+    expect_rel(tally(s.workload, 0).b(OpKind::kAllGather, "dp"),
+               2.0 * micro * (kBpe * held(m, p, 0).dense - linear), 1e-12, "FSDP all-gathers");
+  }
+  // Transformer Engine's cached FP8 weights and transposes: 2 bytes a linear weight, unless the
+  // weights are FP8 themselves.
+  const Parallelism one = parse_parallelism("dp=1");
+  expect_rel(estimate_memory(m, one, fp8(config(2, 2))).weights -
+                 estimate_memory(m, one, config(2, 2)).weights,
+             2.0 * linear, 1e-12, "FP8 weight copies");
+  const Parallelism z1 = parse_parallelism("dp=4,zero=1");
+  expect_rel(estimate_memory(m, z1, fp8(config(2, 8), true)).weights,
+             estimate_memory(m, z1, config(2, 8)).weights, 1e-12, "FP8 parameters");
+}
+
+TEST(GeneratorPrecision, Fp32RunsEveryGemmAtTheFp32Rate) {
+  const ModelSpec m = tiny();
+  TrainingConfig c = config(2, 2);
+  c.precision = traces::Precision::kFp32;
+  c.bytes_per_element = 4;
+  const GeneratedStep s = generate(m, "dp=1", c);
+  auto k = kernels_by_precision(s.workload, 0);
+  EXPECT_EQ(count_of(k, ComputeClass::kGemm, traces::Precision::kBf16), 0);
+  EXPECT_GT(count_of(k, ComputeClass::kGemm, traces::Precision::kFp32), 0);
+  EXPECT_GT(count_of(k, ComputeClass::kAttention, traces::Precision::kFp32), 0);
+  EXPECT_NE(s.description.find(", fp32"), std::string::npos);
+}
+
+TEST(GeneratorPrecision, InconsistentSettingsAreNamed) {
+  const ModelSpec m = tiny();
+  TrainingConfig c = config(2, 8);
+  c.bytes_per_element = 4;  // 4-byte elements with 16-bit GEMMs
+  EXPECT_NE(test::error_of([&] { generate(m, "dp=4", c); }).find("precision bf16 with 4-byte"),
+            std::string::npos);
+  c.bytes_per_element = 2;
+  c.fp8_param_gather = true;
+  EXPECT_NE(test::error_of([&] { generate(m, "dp=4,zero=1", c); }).find("it needs --precision fp8"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] {
+              generate(m, "dp=4", fp8(c, true));
+            }).find("it needs ZeRO (zero=1, 2) or FSDP"),
+            std::string::npos);
+}
+
 TEST(GeneratorComm, OverlapSplitsTheCommunicationNotItsVolume) {
   // Domino and two-batch overlap run each micro-batch as two halves: twice the TP (or EP)
   // collectives, each of half the bytes, on a stream of their own; the FLOPs stay the same.
@@ -769,6 +922,7 @@ TEST(GeneratorMemory, ActivationsWithSequenceParallelismRecomputationAndPipelini
   // fp32 activations take twice the bytes.
   TrainingConfig fp32 = config(2, 2);
   fp32.bytes_per_element = 4;
+  fp32.precision = traces::Precision::kFp32;
   EXPECT_DOUBLE_EQ(estimate_memory(m, Parallelism{}, fp32).activations, 8 * sbh * 34 * 2);
 }
 
@@ -1058,6 +1212,17 @@ TEST(GeneratorCount, CountStepOpsIsExactAcrossLayouts) {
   const Parallelism par = parse_parallelism("ep=2,pp=2,dp=2");
   EXPECT_EQ(count_step_ops(moe, par, two).ops,
             static_cast<double>(generate_step(moe, par, two).workload.op_count()));
+  // FP8's quantization kernels, with recomputation, Domino and experts.
+  TrainingConfig q = fp8(config(2, 16, 0, true));
+  q.overlap = Overlap::kDomino;
+  m.layers = 8;
+  const Parallelism tp = parse_parallelism("tp=2,sp,pp=2,dp=2");
+  EXPECT_EQ(count_step_ops(m, tp, q).ops,
+            static_cast<double>(generate_step(m, tp, q).workload.op_count()));
+  const Parallelism ep = parse_parallelism("tp=2,sp,ep=2,pp=2");
+  const TrainingConfig qe = fp8(config(2, 8, 0, true));
+  EXPECT_EQ(count_step_ops(moe, ep, qe).ops,
+            static_cast<double>(generate_step(moe, ep, qe).workload.op_count()));
 }
 
 // Generated ops are named by what they are: layer, kernel or communication, pass and
@@ -1090,6 +1255,16 @@ TEST(GeneratorNames, EveryOpHasAUniqueReadableName) {
   TrainingConfig two = config(2, 24);
   two.overlap = Overlap::kTwoBatch;
   check(generate_step(tiny_moe(), parse_parallelism("ep=2,pp=2,dp=2"), two).workload);
+  // FP8 adds quantizations ("L0.attn.proj.cast", "L0.mlp.fc2.gradcast"), recomputed too.
+  TrainingConfig q = fp8(config(2, 8, 0, true));
+  q.overlap = Overlap::kDomino;
+  check(generate_step(tiny_moe(), parse_parallelism("tp=2,sp,ep=2,pp=2"), q).workload);
+  {
+    const Workload f = generate_step(tiny(), parse_parallelism("tp=2,sp"), fp8(config(1, 1)))
+                           .workload;
+    EXPECT_TRUE(f.find_op("r0/L0.attn.proj.cast.fwd.mb0").has_value());
+    EXPECT_TRUE(f.find_op("r1/L3.mlp.fc2.gradcast.mb0").has_value());
+  }
   // What the names say, on one rank of tp=2 with sequence parallelism, DDP and two micro-batches.
   m.layers = 2;
   const Workload w = generate_step(m, parse_parallelism("tp=2,sp,dp=2"), config(1, 4)).workload;

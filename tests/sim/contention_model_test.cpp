@@ -10,6 +10,7 @@
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
 #include "lagom/topologies/cluster.hpp"
+#include "lagom/topologies/cluster_spec.hpp"
 #include "test_util.hpp"
 
 namespace lagom::sim {
@@ -109,6 +110,49 @@ TEST(ComputeModel, BlocksPerSmIsCappedByTheGpu) {
   s.blocks_per_sm = 0;
   p.compute.classes[static_cast<int>(traces::ComputeClass::kElementwise)].blocks_per_sm.value = 20;
   EXPECT_EQ(ComputeModel(p).blocks_per_sm(s), 16);
+}
+
+TEST(ComputeModel, ATensorKernelRunsAtThePeakOfItsPrecision) {
+  // A compute-bound GEMM (no bytes) of one wave: its arithmetic part is F / (peak x eff), with
+  // the peak of its precision: FP8 twice BF16 on an H100 (1979 vs 989.4 TFLOP/s), fp32 at the
+  // CUDA-core rate. Streaming kernels run on the CUDA cores whatever they say.
+  const hardware::HardwareProfile& p = h100();
+  const ComputeModel m(p);
+  const double eff =
+      p.compute.classes[static_cast<int>(traces::ComputeClass::kGemm)].flops_efficiency.value;
+  traces::ComputeShape s{132e9, 132, 1, traces::ComputeClass::kGemm};
+  auto arithmetic = [&](traces::Precision pr) {
+    s.precision = pr;
+    return m.alone(s, 0).compute_us;
+  };
+  EXPECT_NEAR(arithmetic(traces::Precision::kBf16), 132e9 / (989.4e6 * eff), 1e-6);
+  EXPECT_NEAR(arithmetic(traces::Precision::kFp8), 132e9 / (1979e6 * eff), 1e-6);
+  EXPECT_NEAR(arithmetic(traces::Precision::kFp32), 132e9 / (66.9e6 * eff), 1e-6);
+  traces::ComputeShape e{1e9, 0, 0, traces::ComputeClass::kElementwise};
+  const double cuda_cores = m.alone(e, 0).compute_us;
+  e.precision = traces::Precision::kFp8;
+  EXPECT_EQ(m.alone(e, 0).compute_us, cuda_cores);
+}
+
+TEST(ComputeModel, AnFp8KernelOnAGpuWithoutFp8IsAnErrorNamingTheProfile) {
+  const hardware::HardwareProfile a100 = hardware::load_profile("a100-sxm");
+  EXPECT_EQ(a100.gpu.fp8_TFLOPS.value, 0);
+  traces::ComputeShape s{1e12, 0, 0, traces::ComputeClass::kGemm, traces::Precision::kFp8};
+  const std::string err = test::error_of([&] { (void)ComputeModel(a100).alone(s, 0); });
+  EXPECT_NE(err.find("needs FP8 tensor cores"), std::string::npos) << err;
+  EXPECT_NE(err.find("'a100-sxm'"), std::string::npos) << err;
+  // A simulation refuses it before it starts, naming the op.
+  const traces::Workload w = test::workload(
+      R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+            {"id": "q", "kind": "compute", "flops": 1e12, "class": "gemm", "precision": "fp8"}]}]}])",
+      "{}");
+  const topologies::Cluster c(topologies::load_cluster_spec("dgx-a100", 1));
+  const std::string sim_err = test::error_of([&] { ModelCost cost(c, a100, w); });
+  EXPECT_NE(sim_err.find("op 'q'"), std::string::npos) << sim_err;
+  // With --set gpu.fp8_TFLOPS (a what-if) it runs.
+  hardware::HardwareProfile what_if = a100;
+  what_if.gpu.fp8_TFLOPS.value = 624;
+  EXPECT_NO_THROW(ModelCost(c, what_if, w));
 }
 
 // One rank with a GEMM filling exactly one wave on stream "compute", and an all-reduce on stream

@@ -16,6 +16,7 @@
 #include "lagom/hardware/profile.hpp"
 #include "lagom/nccl/tuning.hpp"
 #include "lagom/sim/collective_model.hpp"
+#include "lagom/sim/compute_model.hpp"
 #include "lagom/sim/engine.hpp"
 #include "lagom/sim/model_cost.hpp"
 #include "lagom/sim/resource_contention.hpp"
@@ -169,6 +170,14 @@ std::vector<double> answers(const topologies::Cluster& c, const hardware::Hardwa
     for (std::int64_t s :
          {std::int64_t{8}, std::int64_t{1} << 16, std::int64_t{1} << 20, std::int64_t{256} << 20}) {
       out.push_back(model.estimate(kind, s, nccl::default_config(nccl, kind, s)).time_us);
+    }
+  }
+  // An FP8 GEMM and an fp32 one, where the GPU has FP8 tensor cores (the step below has none,
+  // so that it runs on every profile).
+  if (p.gpu.fp8_TFLOPS.value > 0) {
+    for (traces::Precision pr : {traces::Precision::kFp8, traces::Precision::kFp32}) {
+      const traces::ComputeShape sh{2e11, 0, 0, traces::ComputeClass::kGemm, pr};
+      out.push_back(ComputeModel(p).alone(sh, 4e8).time_us);
     }
   }
   const traces::Workload w = step(c.gpu_count(), c.gpus_per_node());

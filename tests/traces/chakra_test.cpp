@@ -801,6 +801,8 @@ TEST_F(ChakraTest, RoundTripKeepsShapesConfigsAndSubMicrosecondDurations) {
       {"stream": "compute", "ops": [
         {"id": "g", "kind": "compute", "flops": 1.5e3, "bytes": 10, "blocks": 132,
          "blocks_per_sm": 2, "class": "gemm"},
+        {"id": "g8", "kind": "compute", "flops": 3e3, "class": "gemm", "precision": "fp8"},
+        {"id": "g32", "kind": "compute", "flops": 3e3, "class": "attention", "precision": "fp32"},
         {"id": "z", "kind": "compute", "duration_us": 0},
         {"id": "m", "kind": "memcpy", "bytes": 4, "duration_us": 0.123}]},
       {"stream": "empty", "ops": []},
@@ -815,6 +817,8 @@ TEST_F(ChakraTest, RoundTripKeepsShapesConfigsAndSubMicrosecondDurations) {
   EXPECT_EQ(back.last_stream(0) - back.first_stream(0), 3u);  // the empty stream too
   EXPECT_EQ(back.duration_ns(back.find_op("m").value()), 123);
   EXPECT_EQ(back.duration_ns(back.find_op("z").value()), 0);
+  EXPECT_EQ(back.compute_shape(back.find_op("g8").value())->precision, Precision::kFp8);
+  EXPECT_EQ(back.compute_shape(back.find_op("g").value())->precision, Precision::kBf16);
 }
 
 // `w` with every duration rounded to whole microseconds, Chakra's resolution.

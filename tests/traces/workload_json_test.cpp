@@ -81,6 +81,28 @@ TEST(WorkloadJson, WriteThenReadGivesTheSameWorkload) {
   EXPECT_EQ(again.duration_ns(*again.find_op("c")), 1);
 }
 
+TEST(WorkloadJson, PrecisionIsReadAndWrittenOnlyWhereItIsNotBf16) {
+  const Workload w = parse_workload_json(doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+        {"id": "a", "kind": "compute", "flops": 8, "class": "gemm", "precision": "fp8"},
+        {"id": "b", "kind": "compute", "flops": 8, "class": "gemm", "precision": "fp16"},
+        {"id": "c", "kind": "compute", "flops": 8, "class": "gemm", "precision": "fp32"},
+        {"id": "d", "kind": "compute", "flops": 8, "class": "gemm"}]}]}])",
+                                             "{}"),
+                                         "p.json");
+  EXPECT_EQ(w.compute_shape(*w.find_op("a"))->precision, Precision::kFp8);
+  EXPECT_EQ(w.compute_shape(*w.find_op("b"))->precision, Precision::kBf16);  // same tensor rate
+  EXPECT_EQ(w.compute_shape(*w.find_op("c"))->precision, Precision::kFp32);
+  EXPECT_EQ(w.compute_shape(*w.find_op("d"))->precision, Precision::kBf16);
+  std::ostringstream out;
+  write_workload_json(w, out);
+  EXPECT_NE(out.str().find(R"("id": "a", "kind": "compute", "flops": 8, "class": "gemm", "precision": "fp8")"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(R"("id": "d", "kind": "compute", "flops": 8, "class": "gemm"})"),
+            std::string::npos)
+      << out.str();
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -115,6 +137,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{
             "truncated", doc(kTwoRankAllReduce).substr(0, 120), {"not valid JSON", "truncated"}},
         BadCase{"top_level_array", "[1, 2]", {"expected a JSON object"}},
+        BadCase{"unknown_precision",
+                doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+                      {"id": "q", "kind": "compute", "flops": 8, "precision": "fp4"}]}]}])",
+                    "{}"),
+                {"id 'q'", "unknown precision 'fp4'", "bf16, fp16, fp8, fp32"}},
+        BadCase{"precision_on_a_collective",
+                doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+                      {"id": "q", "kind": "allreduce", "group": "g", "bytes": 8,
+                       "precision": "fp8"}]}]}])",
+                    R"({"g": [0]})"),
+                {"id 'q'", "takes no 'flops'", "'precision'"}},
         BadCase{"wrong_format",
                 R"({"format": "chakra", "version": 1, "ranks": []})",
                 {"'format' must be \"lagom.workload\""}},

@@ -34,6 +34,7 @@ inline constexpr std::string_view kDurationNs = "lagom_duration_ns";
 inline constexpr std::string_view kBlocks = "lagom_blocks";
 inline constexpr std::string_view kBlocksPerSm = "lagom_blocks_per_sm";
 inline constexpr std::string_view kClass = "lagom_class";
+inline constexpr std::string_view kPrecision = "lagom_precision";  // absent: bf16
 inline constexpr std::string_view kAlgo = "lagom_algo";
 inline constexpr std::string_view kProto = "lagom_proto";
 inline constexpr std::string_view kNchannels = "lagom_nchannels";

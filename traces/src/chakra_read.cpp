@@ -389,6 +389,15 @@ class RankReader {
           shape.cls = *cls;
           any = true;
         }
+        if (auto pr = a.text(kPrecision)) {
+          const std::optional<Precision> precision = parse_precision(*pr);
+          if (!precision) {
+            a.fail(kPrecision,
+                   fmt::format("unknown precision '{}' (known: bf16, fp16, fp8, fp32)", *pr));
+          }
+          shape.precision = *precision;
+          any = true;
+        }
         if (any) {
           compute_shape = shape;
         }

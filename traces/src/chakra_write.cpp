@@ -72,6 +72,9 @@ pb::Node make_node(const Workload& w, OpId op, std::int32_t tag) {
         if (sh->cls != ComputeClass::kOther) {
           add_attr(attrs, kClass).set_string_val(std::string(to_string(sh->cls)));
         }
+        if (sh->precision != Precision::kBf16) {
+          add_attr(attrs, kPrecision).set_string_val(std::string(to_string(sh->precision)));
+        }
       }
       break;
     }

@@ -45,6 +45,31 @@ std::optional<ComputeClass> parse_compute_class(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp8:
+      return "fp8";
+    case Precision::kFp32:
+      return "fp32";
+  }
+  return "?";
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  if (name == "bf16" || name == "fp16") {
+    return Precision::kBf16;
+  }
+  if (name == "fp8") {
+    return Precision::kFp8;
+  }
+  if (name == "fp32") {
+    return Precision::kFp32;
+  }
+  return std::nullopt;
+}
+
 std::optional<nccl::CollKind> coll_kind_of(OpKind kind) {
   using nccl::CollKind;
   switch (kind) {

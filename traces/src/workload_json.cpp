@@ -212,7 +212,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         octx.path += fmt::format(" (id '{}')", id);
         check_known_fields(octx, o,
                            {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root",
-                            "config", "flops", "blocks", "blocks_per_sm", "class", "args"});
+                            "config", "flops", "blocks", "blocks_per_sm", "class", "precision", "args"});
         const std::string kind_name = get_string(octx, require(octx, o, "kind"), "kind");
         const std::optional<OpKind> kind = parse_op_kind(kind_name);
         if (!kind) {
@@ -283,12 +283,13 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         }
         {
           const bool has_shape = o.contains("flops") || o.contains("blocks") ||
-                                 o.contains("blocks_per_sm") || o.contains("class");
+                                 o.contains("blocks_per_sm") || o.contains("class") ||
+                                 o.contains("precision");
           if (has_shape) {
             if (*kind != OpKind::kCompute) {
               octx.fail(
-                  fmt::format("{} {} op takes no 'flops', 'blocks', 'blocks_per_sm' or "
-                              "'class' (they describe compute kernels)",
+                  fmt::format("{} {} op takes no 'flops', 'blocks', 'blocks_per_sm', 'class' or "
+                              "'precision' (they describe compute kernels)",
                               article(kind_name), kind_name));
             }
             ComputeShape shape;
@@ -327,6 +328,15 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
                                 cname));
               }
               shape.cls = *cls;
+            }
+            if (auto pr = o.find("precision"); pr != o.end()) {
+              const std::string pname = get_string(octx, *pr, "precision");
+              auto precision = parse_precision(pname);
+              if (!precision) {
+                octx.fail(fmt::format("unknown precision '{}' (known: bf16, fp16, fp8, fp32)",
+                                      pname));
+              }
+              shape.precision = *precision;
             }
             b.set_compute_shape(op, shape);
           }
@@ -459,6 +469,9 @@ void write_workload_json(const Workload& w, std::ostream& out) {
           }
           if (sh->cls != ComputeClass::kOther) {
             out << ", \"class\": \"" << to_string(sh->cls) << '"';
+          }
+          if (sh->precision != Precision::kBf16) {
+            out << ", \"precision\": \"" << to_string(sh->precision) << '"';
           }
         }
         if (const nccl::ConfigOverride* c = w.pinned_config(op)) {

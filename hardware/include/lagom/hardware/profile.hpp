@@ -31,7 +31,8 @@ struct GpuParams {
   Measured sms;          // streaming multiprocessors
   Measured hbm_GBps;     // peak HBM bandwidth
   Measured memory_GB;    // device memory (1 GB = 1e9 bytes)
-  Measured bf16_TFLOPS;  // dense tensor-core peak
+  Measured bf16_TFLOPS;  // dense tensor-core peak (bf16 and fp16)
+  Measured fp8_TFLOPS;   // dense FP8 tensor-core peak; 0: the GPU has none
   Measured fp32_TFLOPS;  // non-tensor FP32 peak
   Measured l2_MiB;
   Measured smem_per_sm_KiB;  // configurable shared memory per SM

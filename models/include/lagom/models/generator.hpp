@@ -67,7 +67,15 @@ struct TrainingConfig {
   int mbs = 1;  // micro-batch size (sequences)
   int gbs = 0;  // global batch size (sequences); a multiple of mbs * data-parallel degree
   int seq = 0;  // sequence length; 0: the model's default
-  int bytes_per_element = 2;  // bf16/fp16 = 2, fp32 = 4
+  int bytes_per_element = 2;  // bf16/fp16 = 2, fp32 = 4 (activations, gradients, communication)
+  // The number format of the GEMMs (docs/models.md, "FP8"). kFp8 runs the transformer layers'
+  // linear GEMMs (QKV, projection, MLP, experts) in FP8 as Transformer Engine does, with their
+  // sequence-parallel all-gathers in FP8; attention's core, the router and the output head stay
+  // in 16 bits. kFp32 runs every GEMM at the FP32 rate (bytes_per_element must then be 4).
+  traces::Precision precision = traces::Precision::kBf16;
+  // With kFp8: the data-parallel parameter all-gathers (FSDP, ZeRO) carry the linear weights in
+  // FP8 (Megatron's --fp8-param-gather, torchao's FSDP float8 all-gather).
+  bool fp8_param_gather = false;
   Overlap overlap = Overlap::kNone;
   // Full activation recomputation (Megatron --recompute-granularity full): each layer keeps only
   // its input and reruns its forward (with its TP communication) before its backward.

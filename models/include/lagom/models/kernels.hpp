@@ -23,6 +23,10 @@ struct Kernel {
   double bytes = 0;            // HBM traffic
   const char* name = "";       // what it computes, for op labels ("attn.qkv", "mlp.act")
   const char* pass = nullptr;  // set on backward kernels ("dgrad", "wgrad", "bwd")
+  // An FP8 linear's backward first quantizes its output gradient (TE's cast-transpose: reads it
+  // in 16 bits, writes it in FP8 twice, as is and transposed): that kernel's HBM bytes; 0: none.
+  double grad_cast_bytes = 0;
+  bool forward_only = false;  // no backward kernel of its own (a quantization: identity backward)
 };
 
 // `k` with its label name (a string literal).

@@ -29,8 +29,8 @@
 // SM (the Lagom paper's lambda - NC); streaming kernels keep part of it. A wave then holds
 // full * TB + shared * TB_shared blocks.
 //
-// F: the kernel's FLOPs; D: its HBM bytes; peak: the GPU's BF16 tensor peak for GEMM and
-// attention, FP32 otherwise; B: the HBM bandwidth the kernel gets; eff_*: the class's
+// F: the kernel's FLOPs; D: its HBM bytes; peak: for GEMM and attention the GPU's tensor peak in
+// the kernel's precision (BF16, FP8, or the FP32 rate for an fp32 kernel), FP32 otherwise; B: the HBM bandwidth the kernel gets; eff_*: the class's
 // efficiencies in the profile. Without a block count the kernel is one full wave (pure roofline).
 // The efficiencies and default occupancies are priors until calibrated (docs/models.md).
 #pragma once
@@ -74,6 +74,9 @@ class ComputeModel {
   double hbm_GBps() const { return hbm_GBps_; }
   // The occupancy the model assumes for `shape` (the op's, or the class default).
   int blocks_per_sm(const traces::ComputeShape& shape) const;
+  // The peak `shape` runs against, in TFLOP/s (see above). lagom::Error for an fp8 tensor kernel
+  // on a GPU without FP8 tensor cores.
+  double peak_TFLOPS_of(const traces::ComputeShape& shape) const;
 
  private:
   const hardware::HardwareProfile& profile_;

@@ -109,11 +109,21 @@ inline constexpr int kComputeClassCount = 6;
 std::string_view to_string(ComputeClass c);  // "gemm", "attention", ...
 std::optional<ComputeClass> parse_compute_class(std::string_view name);
 
+// The number format a tensor-core kernel (gemm, attention) computes in, which picks the peak it
+// runs against (hardware::GpuParams): 16-bit (bf16 or fp16, the default), fp8 (Transformer
+// Engine's linear layers) or fp32 (no tensor cores: PyTorch's default for an fp32 matmul). Other
+// classes run on the CUDA cores whatever it says.
+enum class Precision : std::uint8_t { kBf16, kFp8, kFp32 };
+std::string_view to_string(Precision p);  // "bf16", "fp8", "fp32"
+// "bf16" | "fp16" (the same tensor-core rate) | "fp8" | "fp32"
+std::optional<Precision> parse_precision(std::string_view name);
+
 struct ComputeShape {
   double flops = 0;
   std::int32_t blocks = 0;         // thread blocks the kernel launches
   std::int32_t blocks_per_sm = 0;  // how many fit one SM at once (occupancy)
   ComputeClass cls = ComputeClass::kOther;
+  Precision precision = Precision::kBf16;
   bool operator==(const ComputeShape&) const = default;
 };
 
