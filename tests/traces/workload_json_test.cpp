@@ -95,10 +95,12 @@ TEST(WorkloadJson, PrecisionIsReadAndWrittenOnlyWhereItIsNotBf16) {
   EXPECT_EQ(w.compute_shape(*w.find_op("d"))->precision, Precision::kBf16);
   std::ostringstream out;
   write_workload_json(w, out);
-  EXPECT_NE(out.str().find(R"("id": "a", "kind": "compute", "flops": 8, "class": "gemm", "precision": "fp8")"),
-            std::string::npos)
+  EXPECT_NE(
+      out.str().find(
+          R"("id": "a", "kind": "compute", "flops": 8.0, "class": "gemm", "precision": "fp8")"),
+      std::string::npos)
       << out.str();
-  EXPECT_NE(out.str().find(R"("id": "d", "kind": "compute", "flops": 8, "class": "gemm"})"),
+  EXPECT_NE(out.str().find(R"("id": "d", "kind": "compute", "flops": 8.0, "class": "gemm"})"),
             std::string::npos)
       << out.str();
 }
@@ -232,10 +234,11 @@ INSTANTIATE_TEST_SUITE_P(
             "group_rank_twice",
             doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])", R"({"g": [1, 1]})"),
             {"groups.g", "lists rank 1 twice"}},
-        BadCase{"rank_on_two_gpus",
-                doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])",
-                    R"({"a": {"ranks": [0, 1], "gpus": [0, 8]}, "b": {"ranks": [1], "gpus": [1]}})"),
-                {"rank 1 runs on GPU 8 in group 'a' but on GPU 1 in group 'b'"}},
+        BadCase{
+            "rank_on_two_gpus",
+            doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])",
+                R"({"a": {"ranks": [0, 1], "gpus": [0, 8]}, "b": {"ranks": [1], "gpus": [1]}})"),
+            {"rank 1 runs on GPU 8 in group 'a' but on GPU 1 in group 'b'"}},
         BadCase{"rank_on_two_gpus_without_gpus",
                 doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])",
                     R"({"a": {"ranks": [0, 1], "gpus": [0, 8]}, "b": [0, 1]})"),
