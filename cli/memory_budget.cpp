@@ -95,11 +95,5 @@ void check_chakra_files(const std::vector<std::string>& paths) {
                "simulate fewer ranks");
 }
 
-void check_json_report(std::uint64_t ops) {
-  const auto n = static_cast<double>(ops);
-  check_memory(n * kJsonReportBytesPerOp, fmt::format("a JSON report of {} ops", ops),
-               fmt::format("{:.0f} B per op", kJsonReportBytesPerOp),
-               "leave the per-op times out (--no-op-times) or write them with --csv");
-}
 
 }  // namespace lagom::cli

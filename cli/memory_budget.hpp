@@ -19,8 +19,6 @@ namespace lagom::cli {
 inline constexpr double kSimulationBytesPerOp = 160;
 // Per rank: streams, communicators, the cluster's view of its GPU (measured about 1 KiB).
 inline constexpr double kSimulationBytesPerRank = 2048;
-// `simulate --json` with per-op times: the report's document, per op (measured 1,470 B).
-inline constexpr double kJsonReportBytesPerOp = 1600;
 // Reading a workload JSON file: its text and its parsed document, per byte of file (measured 9.6).
 inline constexpr double kWorkloadJsonBytesPerByte = 11;
 // Reading a Chakra ET set: the decoded nodes and the workload, per byte of the files (measured
@@ -49,8 +47,5 @@ void check_cluster(std::string_view name, const topologies::ClusterSpec& spec);
 // to the reader's own error).
 void check_workload_file(const std::string& path);
 void check_chakra_files(const std::vector<std::string>& paths);
-
-// A JSON report with `ops` per-op rows.
-void check_json_report(std::uint64_t ops);
 
 }  // namespace lagom::cli

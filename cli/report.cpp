@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <ostream>
 
 #include "lagom/common/build_info.hpp"
@@ -434,6 +436,90 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
     }
   }
   return j;
+}
+
+namespace {
+
+// A JSON number as nlohmann's dump writes it (its own shortest round-trip digits, ".0" on whole
+// numbers, null when not finite), so that the streamed report is the document's bytes.
+void append_number(std::string& out, double x) {
+  if (!std::isfinite(x)) {
+    out += "null";
+    return;
+  }
+  std::array<char, 64> buf{};
+  const char* end = nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), x);
+  out.append(buf.data(), static_cast<std::size_t>(end - buf.data()));
+}
+
+// A JSON string as nlohmann's dump writes it: printable ASCII without quotes or backslashes is
+// written as it is; anything else goes through nlohmann (escapes, UTF-8 checks).
+void append_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+  } else {
+    out += nlohmann::json(s).dump();
+  }
+}
+
+}  // namespace
+
+void write_json_report(std::ostream& out, const traces::Workload& w,
+                       const traces::ExecutionGraph& g, const sim::SimResult& r,
+                       const sim::StepStats& s, const RunContext& ctx, bool include_ops) {
+  const std::string head = json_report(w, g, r, s, ctx, false).dump(1);
+  if (!include_ops) {
+    out << head << "\n";
+    return;
+  }
+  // The document without "ops" ends in "\n}": "ops" is its last member (json_report).
+  out.write(head.data(), static_cast<std::streamsize>(head.size() - 2));
+  if (w.op_count() == 0) {
+    out << ",\n \"ops\": []\n}\n";
+    return;
+  }
+  out << ",\n \"ops\": [\n";
+  // Stream names and kinds, escaped once.
+  std::vector<std::string> stream_names(w.streams().size());
+  for (std::size_t i = 0; i < stream_names.size(); ++i) {
+    append_string(stream_names[i], w.streams()[i].name);
+  }
+  std::string buf;
+  buf.reserve(std::size_t{1} << 20);
+  std::string name;
+  for (traces::OpId op = 0; op < w.op_count(); ++op) {
+    const traces::OpTimes& t = r.ops[op];
+    buf += op == 0 ? "  {\n   \"id\": " : ",\n  {\n   \"id\": ";
+    name.clear();
+    w.append_name(name, op);
+    append_string(buf, name);
+    buf += ",\n   \"rank\": ";
+    fmt::format_to(std::back_inserter(buf), "{}", w.rank_of(op));
+    buf += ",\n   \"stream\": ";
+    buf += stream_names[w.stream_of(op)];
+    buf += ",\n   \"kind\": ";
+    append_string(buf, traces::to_string(w.kind(op)));
+    const std::pair<const char*, double> fields[] = {
+        {",\n   \"launch_us\": ", us(t.launch)},  {",\n   \"start_us\": ", us(t.start)},
+        {",\n   \"end_us\": ", us(t.end)},        {",\n   \"standalone_us\": ", us(t.alone)},
+        {",\n   \"alone_us\": ", us(t.alone)},    {",\n   \"slowdown\": ", sim::slowdown(t)}};
+    for (const auto& [key, value] : fields) {
+      buf += key;
+      append_number(buf, value);
+    }
+    buf += "\n  }";
+    if (buf.size() >= (std::size_t{1} << 20)) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
+  }
+  buf += "\n ]\n}\n";
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
 }  // namespace lagom::cli

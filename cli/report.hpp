@@ -58,6 +58,12 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
 nlohmann::ordered_json json_report(const traces::Workload& w, const traces::ExecutionGraph& g,
                                    const sim::SimResult& r, const sim::StepStats& s,
                                    const RunContext& ctx, bool include_ops);
+// Writes json_report(...).dump(1) and a newline to `out`, byte for byte, without building the
+// "ops" array: its entries stream as they are formatted (a 1.3 M-op step's report is 300 MB of
+// text, and a document of it several GB of memory).
+void write_json_report(std::ostream& out, const traces::Workload& w,
+                       const traces::ExecutionGraph& g, const sim::SimResult& r,
+                       const sim::StepStats& s, const RunContext& ctx, bool include_ops);
 
 // Writes `rows` (a JSON array of objects with the same keys) as CSV to `path`: a header of the
 // keys, then one line per row. Nested objects are flattened ("config": {"nchannels": 2} becomes

@@ -233,9 +233,6 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   const std::optional<Hardware>& hardware = step.hardware;
   const LoadedWorkload& in = step.in;
   const traces::Workload& w = in.workload;
-  if (vm.count("json") && !vm.count("no-op-times")) {
-    check_json_report(w.op_count());  // before simulating: the report is the largest thing built
-  }
   if (!hardware && vm.count("no-contention")) {
     throw po::error("--no-contention needs --cluster");
   }
@@ -317,7 +314,7 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
         "trace file");
   }
   if (vm.count("json")) {
-    json_out << json_report(w, graph, result, stats, ctx, !vm.count("no-op-times")).dump(1) << "\n";
+    write_json_report(json_out, w, graph, result, stats, ctx, !vm.count("no-op-times"));
   } else {
     print_summary(std::cout, w, graph, result, stats, ctx);
     if (!trace_path.empty()) {

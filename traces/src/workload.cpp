@@ -120,14 +120,25 @@ std::optional<GroupId> Workload::find_group(std::string_view name) const {
 }
 
 std::string Workload::name(OpId op) const {
+  std::string out;
+  append_name(out, op);
+  return out;
+}
+
+void Workload::append_name(std::string& out, OpId op) const {
   if (!name_begin_.empty()) {
-    return names_.substr(name_begin_[op], name_begin_[op + 1] - name_begin_[op]);
+    out.append(names_, name_begin_[op], name_begin_[op + 1] - name_begin_[op]);
+    return;
   }
   const Stream& s = streams_[stream_[op]];
   if (!label_of_.empty() && label_of_[op] != kNoLabel) {
-    return fmt::format("r{}/{}", s.rank, label(op));
+    fmt::format_to(std::back_inserter(out), "r{}/{}", s.rank, labels_[label_of_[op]]);
+    if (label_mb_[op] >= 0) {
+      fmt::format_to(std::back_inserter(out), ".mb{}", label_mb_[op]);
+    }
+    return;
   }
-  return fmt::format("r{}/{}/{}", s.rank, s.name, op - s.first_op);
+  fmt::format_to(std::back_inserter(out), "r{}/{}/{}", s.rank, s.name, op - s.first_op);
 }
 
 std::string Workload::label(OpId op) const {

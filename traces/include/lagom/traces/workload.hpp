@@ -162,6 +162,8 @@ class Workload {
   // The op's id as written in the workload file; else, for an op given a label (generated
   // steps: "L12.attn.qkv.fwd.mb3"), "r<rank>/<label>"; else "r<rank>/<stream>/<position>".
   std::string name(OpId op) const;
+  // The same, appended to `out` (no allocation of its own: for writers of millions of ops).
+  void append_name(std::string& out, OpId op) const;
   // The op's label (WorkloadBuilder::set_label), or empty.
   std::string label(OpId op) const;
   // The op with id `name`, if any (linear in the op count the first time; then cached? no: call
