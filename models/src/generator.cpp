@@ -150,12 +150,16 @@ class Generator {
 
   // A linear layer's GEMM (out[m, n] = in[m, k] W[k, n]): in FP8 under --precision fp8 (both
   // operands one byte, the output 16-bit), else as the other tensor kernels.
-  Kernel linear(double m, double n, double k) const {
+  // `fused_input`: the input's FP8 cast is fused into the norm before it (TE's LayerNormLinear:
+  // QKV and fc1), which writes it once, so backward transposes it for the weight gradient (reads
+  // and writes a byte an element); a linear whose input fp8_input_cast quantizes gets its
+  // transpose there (TE's cast-transpose).
+  Kernel linear(double m, double n, double k, bool fused_input = false) const {
     Kernel g = gemm(m, n, k, bpe_);
     if (fp8_) {
       g.shape.precision = traces::Precision::kFp8;
       g.bytes = (m * k + k * n) + m * n * bpe_;
-      g.grad_cast_bytes = m * n * (bpe_ + 2.0);
+      g.grad_cast_bytes = m * n * (bpe_ + 2.0) + (fused_input ? 2.0 * m * k : 0.0);
     } else {
       g.shape.precision = tensor_;
     }
@@ -163,12 +167,14 @@ class Generator {
   }
 
   // Under FP8, the quantization of `elems` 16-bit values into a linear's FP8 input, where no
-  // fused kernel does it (TE fuses it into the norm before QKV and fc1, and into the activation
-  // before a dense fc2): reads two bytes an element, writes one.
+  // fused kernel does it (TE fuses it into the norm before QKV and fc1; Megatron-Core's dense MLP
+  // is TE's LayerNormColumnParallelLinear, Megatron's own activation, then TE's RowParallelLinear,
+  // so fc2's input is cast apart): TE's cast-transpose reads two bytes an element and writes the
+  // FP8 value and its transpose (for the weight gradient), one byte each.
   void fp8_input_cast(Block& b, double elems, const char* name) const {
     if (fp8_) {
       Kernel q = stream(ComputeClass::kElementwise, elems, 1, 1, 0, bpe_);
-      q.bytes = elems * (bpe_ + 1.0);
+      q.bytes = elems * (bpe_ + 2.0);
       q.forward_only = true;
       b.kernels.push_back(named(q, name));
     }
@@ -236,7 +242,8 @@ class Generator {
     const double q_heads = m_.heads / tp;
     const double kv = std::max(1.0, m_.kv_heads / tp);
     Block attn;
-    attn.kernels.push_back(named(linear(tokens, (q_heads + 2 * kv) * hd_, h), "attn.qkv"));
+    attn.kernels.push_back(
+        named(linear(tokens, (q_heads + 2 * kv) * hd_, h, /*fused_input=*/true), "attn.qkv"));
     if (p_.cp > 1) {
       // Context parallelism: the keys and values of the whole sequence, gathered over the cp
       // group (Megatron-Core's cp_comm_type all_gather; their gradients reduce-scatter back in
@@ -260,10 +267,11 @@ class Generator {
     if (!m_.layer_is_moe(l)) {
       const double f = m_.ffn_hidden / tp;
       Block mlp;
-      mlp.kernels.push_back(named(linear(tokens, gate * f, h), "mlp.fc1"));
+      mlp.kernels.push_back(named(linear(tokens, gate * f, h, /*fused_input=*/true), "mlp.fc1"));
       mlp.kernels.push_back(named(
           stream(ComputeClass::kElementwise, tokens * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
           "mlp.act"));
+      fp8_input_cast(mlp, tokens * f, "mlp.fc2.cast");
       mlp.kernels.push_back(named(linear(tokens, h, f), "mlp.fc2"));
       mlp.comm = tp_reduce("mlp.tp", true);
       blocks.push_back(mlp);
@@ -767,7 +775,7 @@ class Generator {
   int seq_ = 0;
   double lseq_ = 0;  // tokens of a sequence on this GPU: seq / cp
   int bpe_ = 2;
-  bool fp8_ = false;                                  // --precision fp8
+  bool fp8_ = false;                                     // --precision fp8
   traces::Precision tensor_ = traces::Precision::kBf16;  // of the tensor kernels that are not FP8
   int splits_ = 1;
   int micro_ = 1;
@@ -1000,9 +1008,10 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
     fail("the model has no default sequence length; pass --seq");
   }
   if ((c.precision == traces::Precision::kFp32) != (c.bytes_per_element == 4)) {
-    fail(fmt::format("precision {} with {}-byte elements: fp32 GEMMs go with 4-byte elements, "
-                     "16-bit and fp8 ones with 2",
-                     traces::to_string(c.precision), c.bytes_per_element));
+    fail(
+        fmt::format("precision {} with {}-byte elements: fp32 GEMMs go with 4-byte elements, "
+                    "16-bit and fp8 ones with 2",
+                    traces::to_string(c.precision), c.bytes_per_element));
   }
   if (c.fp8_param_gather && c.precision != traces::Precision::kFp8) {
     fail("--fp8-param-gather gathers FP8 weights: it needs --precision fp8");
@@ -1090,9 +1099,13 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingCo
         "{} with {}: does not fit in GPU memory: {:.1f} GB needed (weights {:.1f}, gradients "
         "{:.1f}, "
         "optimizer {:.1f}, activations {:.1f}, buffers {:.1f}) > {:.1f} GB; use more model "
-        "parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller --mbs",
+        "parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller --mbs{}",
         m.name, to_string(p), mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9,
-        mem.optimizer / 1e9, mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9));
+        mem.optimizer / 1e9, mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9,
+        c.precision == traces::Precision::kFp8 && !c.fp8_param_gather && p.zero < 3
+            ? "; the weights include Transformer Engine's FP8 weight copies, which ZeRO with "
+              "--fp8-param-gather avoids"
+            : ""));
   }
 }
 

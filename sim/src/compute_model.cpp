@@ -112,10 +112,11 @@ double ComputeModel::peak_TFLOPS_of(const traces::ComputeShape& shape) const {
   switch (shape.precision) {
     case traces::Precision::kFp8:
       if (!(g.fp8_TFLOPS.value > 0)) {
-        throw Error(fmt::format("an fp8 {} kernel needs FP8 tensor cores, and profile '{}' ({}) has "
-                                "none (gpu.fp8_TFLOPS is 0); use bf16, or a profile (or --set "
-                                "gpu.fp8_TFLOPS=...) with an FP8 peak",
-                                traces::to_string(shape.cls), profile_.name, profile_.gpu_type));
+        throw Error(
+            fmt::format("an fp8 {} kernel needs FP8 tensor cores, and profile '{}' ({}) has "
+                        "none (gpu.fp8_TFLOPS is 0 or absent); use bf16, or a profile (or --set "
+                        "gpu.fp8_TFLOPS=...) with an FP8 peak",
+                        traces::to_string(shape.cls), profile_.name, profile_.gpu_type));
       }
       return g.fp8_TFLOPS.value;
     case traces::Precision::kFp32:

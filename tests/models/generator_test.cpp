@@ -623,9 +623,8 @@ std::map<std::pair<ComputeClass, traces::Precision>, std::pair<int, double>> ker
   return out;
 }
 
-int count_of(
-    std::map<std::pair<ComputeClass, traces::Precision>, std::pair<int, double>>& kernels,
-    ComputeClass cls, traces::Precision precision) {
+int count_of(std::map<std::pair<ComputeClass, traces::Precision>, std::pair<int, double>>& kernels,
+             ComputeClass cls, traces::Precision precision) {
   return kernels[{cls, precision}].first;
 }
 
@@ -636,8 +635,9 @@ TEST(GeneratorPrecision, Fp8RunsTheLinearGemmsInFp8AndGathersTheirInputsInFp8) {
   // stay 16-bit. Model FLOPs do not change. The SP all-gathers (4 per layer and micro-batch: the
   // inputs of QKV and fc1 forward, the output gradients of the projection and fc2 backward)
   // carry one byte an element; the reduce-scatters stay 16-bit. Per layer and micro-batch the
-  // quantizations add 5 streaming kernels: the projection's input (tokens x heads x head_dim,
-  // 3 bytes an element) and the four output gradients (tokens x out, 4 bytes an element).
+  // quantizations add 6 streaming kernels: the projection's and fc2's inputs (cast-transposed, 4
+  // bytes an element) and the four output gradients (tokens x out, 4 bytes an element, plus
+  // the transpose of QKV's and fc1's inputs, 2 bytes an element of tokens x hidden).
   const ModelSpec m = tiny();
   const int micro = 2;
   const TrainingConfig c = config(2, 2 * micro);
@@ -657,7 +657,25 @@ TEST(GeneratorPrecision, Fp8RunsTheLinearGemmsInFp8AndGathersTheirInputsInFp8) {
     auto k16 = kernels_by_precision(a.workload, r);
     EXPECT_EQ(count_of(k, ComputeClass::kElementwise, traces::Precision::kBf16) -
                   count_of(k16, ComputeClass::kElementwise, traces::Precision::kBf16),
-              5 * m.layers * micro);
+              6 * m.layers * micro);
+    // Their HBM bytes in closed form.
+    const double q = m.heads / 4.0 * m.head_dim;  // projection input width on this GPU
+    const double f = m.ffn_hidden / 4.0;          // fc2 input width
+    const double qkv = (m.heads + 2.0 * m.kv_heads) / 4.0 * m.head_dim;
+    const double gate_f = 2.0 * f;               // fc1 output (SwiGLU: gate and up)
+    const double casts = tokens * (q + f) * 4 +  // cast-transposes of two inputs
+                         tokens * (qkv + m.hidden + gate_f + m.hidden) * 4 +  // output grads
+                         tokens * 2.0 * m.hidden * 2;  // transposes of QKV's and fc1's inputs
+    double cast_bytes = 0;
+    for (OpId op = 0; op < b.workload.op_count(); ++op) {
+      const std::string label = b.workload.label(op);
+      if (b.workload.rank_of(op) == static_cast<traces::Rank>(r) &&
+          (label.find(".cast.") != std::string::npos ||
+           label.find(".gradcast.") != std::string::npos)) {
+        cast_bytes += static_cast<double>(b.workload.bytes(op));
+      }
+    }
+    expect_rel(cast_bytes, casts * m.layers * micro, 1e-9, "quantization bytes");
     const Tally t16 = tally(a.workload, r);
     const Tally t8 = tally(b.workload, r);
     expect_rel(t8.b(OpKind::kAllGather, "tp"), t16.b(OpKind::kAllGather, "tp") / 2, 1e-12,
@@ -701,9 +719,9 @@ TEST(GeneratorPrecision, Fp8ParameterGathersCarryTheLinearWeightsInOneByte) {
     expect_rel(t.b(OpKind::kReduceScatter, "dp"), kBpe * held(m, p, 0).dense, 1e-12,
                "reduce-scatter");
     // Without the flag FP8 leaves the gathers 16-bit.
-    expect_rel(tally(generate_step(m, p, fp8(config(2, 16))).workload, 1).b(OpKind::kAllGather,
-                                                                            "dp"),
-               kBpe * held(m, p, 0).dense, 1e-12, "16-bit all-gather");
+    expect_rel(
+        tally(generate_step(m, p, fp8(config(2, 16))).workload, 1).b(OpKind::kAllGather, "dp"),
+        kBpe * held(m, p, 0).dense, 1e-12, "16-bit all-gather");
   }
   {
     const Parallelism p = parse_parallelism("fsdp=4");
@@ -1260,8 +1278,8 @@ TEST(GeneratorNames, EveryOpHasAUniqueReadableName) {
   q.overlap = Overlap::kDomino;
   check(generate_step(tiny_moe(), parse_parallelism("tp=2,sp,ep=2,pp=2"), q).workload);
   {
-    const Workload f = generate_step(tiny(), parse_parallelism("tp=2,sp"), fp8(config(1, 1)))
-                           .workload;
+    const Workload f =
+        generate_step(tiny(), parse_parallelism("tp=2,sp"), fp8(config(1, 1))).workload;
     EXPECT_TRUE(f.find_op("r0/L0.attn.proj.cast.fwd.mb0").has_value());
     EXPECT_TRUE(f.find_op("r1/L3.mlp.fc2.gradcast.mb0").has_value());
   }

@@ -149,6 +149,14 @@ TEST(ComputeModel, AnFp8KernelOnAGpuWithoutFp8IsAnErrorNamingTheProfile) {
   const topologies::Cluster c(topologies::load_cluster_spec("dgx-a100", 1));
   const std::string sim_err = test::error_of([&] { ModelCost cost(c, a100, w); });
   EXPECT_NE(sim_err.find("op 'q'"), std::string::npos) << sim_err;
+  // So is one known by its duration (contention would time its shape all the same).
+  const traces::Workload timed = test::workload(
+      R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
+            {"id": "t", "kind": "compute", "flops": 1e12, "class": "gemm", "precision": "fp8",
+             "duration_us": 5}]}]}])",
+      "{}");
+  EXPECT_NE(test::error_of([&] { ModelCost cost(c, a100, timed); }).find("op 't'"),
+            std::string::npos);
   // With --set gpu.fp8_TFLOPS (a what-if) it runs.
   hardware::HardwareProfile what_if = a100;
   what_if.gpu.fp8_TFLOPS.value = 624;
