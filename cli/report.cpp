@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <charconv>
+#include <optional>
 #include <cmath>
 #include <ostream>
 
@@ -499,7 +502,8 @@ void write_json_report(std::ostream& out, const traces::Workload& w,
     w.append_name(name, op);
     append_string(buf, name);
     buf += ",\n   \"rank\": ";
-    fmt::format_to(std::back_inserter(buf), "{}", w.rank_of(op));
+    std::array<char, 16> digits{};
+    buf.append(digits.data(), std::to_chars(digits.begin(), digits.end(), w.rank_of(op)).ptr);
     buf += ",\n   \"stream\": ";
     buf += stream_names[w.stream_of(op)];
     buf += ",\n   \"kind\": ";
@@ -508,9 +512,19 @@ void write_json_report(std::ostream& out, const traces::Workload& w,
         {",\n   \"launch_us\": ", us(t.launch)},  {",\n   \"start_us\": ", us(t.start)},
         {",\n   \"end_us\": ", us(t.end)},        {",\n   \"standalone_us\": ", us(t.alone)},
         {",\n   \"alone_us\": ", us(t.alone)},    {",\n   \"slowdown\": ", sim::slowdown(t)}};
+    // Neighbouring fields often hold the same number (launch and start, the two alone times, a
+    // slowdown of 1): formatted once.
+    std::optional<std::uint64_t> last;  // the bits of the number last formatted
+    std::string last_text;
     for (const auto& [key, value] : fields) {
       buf += key;
-      append_number(buf, value);
+      const auto bits = std::bit_cast<std::uint64_t>(value);
+      if (last != bits) {
+        last_text.clear();
+        append_number(last_text, value);
+        last = bits;
+      }
+      buf += last_text;
     }
     buf += "\n  }";
     if (buf.size() >= (std::size_t{1} << 20)) {
