@@ -55,11 +55,31 @@ struct Comm {
   // it runs as an all-gather (the input's in forward, the output gradient's in backward) under
   // FP8 it carries FP8 (TE quantizes before it gathers); as a reduce-scatter it stays 16-bit.
   bool te_linear = false;
+  // What its backward is (backward_blocks): kPlain mirrors it before the block's backward (an
+  // all-gather becomes a reduce-scatter, an all-to-all stays); kSpGather's backward is the next
+  // block's Block::bwd_input; kTpReduce's is an all-gather of the output gradient before the
+  // block's backward with SP, and nothing without (Megatron's g: identity backward).
+  enum class Role : std::uint8_t { kPlain, kSpGather, kTpReduce };
+  Role role = Role::kPlain;
 };
 
 struct Block {
   std::vector<Kernel> kernels;
   std::optional<Comm> comm;
+  // Forward blocks that start with a column-parallel linear (QKV, fc1, a MoE layer's router):
+  // the reduction of its input gradient in backward (Megatron's f: an all-reduce; with SP the
+  // reduce-scatter that mirrors the all-gather before it), issued as soon as the input gradient
+  // exists and run beside the weight gradient (Megatron's and TE's async TP communication).
+  std::optional<Comm> bwd_input = std::nullopt;
+  // With SP: the all-gather of the linear's saved input shard that its weight gradient needs
+  // (TE and Megatron keep the shard only), issued as the linear's backward starts, beside its
+  // input gradient. `regather_of`: the kernel (by name) whose backward it serves.
+  std::optional<Comm> regather = std::nullopt;
+  const char* regather_of = nullptr;
+  // Backward blocks: how many trailing kernels run beside `comm` (0: it follows them), and the
+  // index of the kernel that `regather` is issued before and the last kernel waits for.
+  int tail = 0;
+  int regather_at = -1;
 };
 
 // --- The generator ----------------------------------------------------------------------------
@@ -225,13 +245,29 @@ class Generator {
         return std::nullopt;
       }
       return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes, name,
-                  te && p_.sp};
+                  te && p_.sp, Comm::Role::kTpReduce};
     };
     auto sp_gather = [&](const char* name, bool te) -> std::optional<Comm> {
       if (p_.tp == 1 || !p_.sp) {
         return std::nullopt;
       }
-      return Comm{OpKind::kAllGather, tpg, act_bytes, name, te};
+      return Comm{OpKind::kAllGather, tpg, act_bytes, name, te, Comm::Role::kSpGather};
+    };
+    // The input-gradient reduction of a block that starts with a column-parallel linear
+    // (`sp_name` names it with SP, as the mirror of that all-gather; `tp_name` without).
+    auto input_reduction = [&](const char* sp_name, const char* tp_name) -> std::optional<Comm> {
+      if (p_.tp == 1) {
+        return std::nullopt;
+      }
+      return p_.sp ? Comm{OpKind::kReduceScatter, tpg, act_bytes, sp_name}
+                   : Comm{OpKind::kAllReduce, tpg, act_bytes, tp_name};
+    };
+    // With SP, the backward all-gather of a TE linear's input (FP8 under FP8).
+    auto input_regather = [&](Block& b, const char* name, const char* of) {
+      if (p_.tp > 1 && p_.sp) {
+        b.regather = Comm{OpKind::kAllGather, tpg, act_bytes, name, true};
+        b.regather_of = of;
+      }
     };
     const double norm_tokens = p_.sp ? tokens / tp : tokens;
     std::vector<Block> blocks;
@@ -244,6 +280,9 @@ class Generator {
     Block attn;
     attn.kernels.push_back(
         named(linear(tokens, (q_heads + 2 * kv) * hd_, h, /*fused_input=*/true), "attn.qkv"));
+    // A parallel attention + MLP block (Phi-2, GPT-J) reduces the shared input's gradient once.
+    attn.bwd_input = input_reduction("attn.sp", "attn.tp");
+    input_regather(attn, "attn.qkv.input", "attn.qkv");
     if (p_.cp > 1) {
       // Context parallelism: the keys and values of the whole sequence, gathered over the cp
       // group (Megatron-Core's cp_comm_type all_gather; their gradients reduce-scatter back in
@@ -268,6 +307,10 @@ class Generator {
       const double f = m_.ffn_hidden / tp;
       Block mlp;
       mlp.kernels.push_back(named(linear(tokens, gate * f, h, /*fused_input=*/true), "mlp.fc1"));
+      if (!m_.parallel_attn_mlp) {
+        mlp.bwd_input = input_reduction("mlp.sp", "mlp.tp");
+      }
+      input_regather(mlp, "mlp.fc1.input", "mlp.fc1");
       mlp.kernels.push_back(named(
           stream(ComputeClass::kElementwise, tokens * f, 8, 1 + (m_.gated_mlp ? 1 : 0), 1, bpe_),
           "mlp.act"));
@@ -280,6 +323,9 @@ class Generator {
       const double routed = tokens * m_.top_k;  // token-expert pairs this GPU sends
       Block router;
       router.kernels.push_back(named(plain_gemm(tokens, m_.experts, h), "moe.router"));
+      if (!m_.parallel_attn_mlp) {
+        router.bwd_input = input_reduction("mlp.sp", "moe.tp");
+      }
       if (p_.ep > 1) {
         router.comm = Comm{OpKind::kAllToAll, epg, routed * h * bpe_, "moe.dispatch"};
       }
@@ -317,18 +363,36 @@ class Generator {
   }
 
   // Backward blocks: the forward blocks in reverse, each kernel's backward (a GEMM's input and
-  // weight gradients, attention's backward at twice its forward, streaming kernels twice), each
-  // followed by the same communication (all-gather and reduce-scatter swap under SP).
+  // weight gradients, attention's backward at twice its forward, streaming kernels twice). The
+  // gradient meets a forward communication before the backward of the block it followed: an
+  // all-gather's reduce-scatter, an all-to-all's all-to-all, and with SP a TP reduction's
+  // all-gather (without SP its backward is nothing). A block that starts with a column-parallel
+  // linear ends with its input-gradient reduction, beside the weight gradient, and with SP
+  // regathers the linear's input beside its input gradient (Block::bwd_input, ::regather).
   std::vector<Block> backward_blocks(int l, double seqs, int rank) const {
     std::vector<Block> fwd = forward_blocks(l, seqs, rank);
     std::vector<Block> bwd;
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+      if (it->comm && (it->comm->role == Comm::Role::kPlain ||
+                       (it->comm->role == Comm::Role::kTpReduce && p_.sp))) {
+        Comm c = *it->comm;
+        if (c.kind == OpKind::kAllGather) {
+          c.kind = OpKind::kReduceScatter;
+        } else if (c.kind == OpKind::kReduceScatter) {
+          c.kind = OpKind::kAllGather;
+        }
+        bwd.push_back(Block{{}, c});
+      }
       Block b;
       for (auto k = it->kernels.rbegin(); k != it->kernels.rend(); ++k) {
         if (k->forward_only) {
           continue;
         }
         if (k->shape.cls == ComputeClass::kGemm) {
+          if (it->regather && k->name == std::string_view(it->regather_of)) {
+            b.regather = it->regather;
+            b.regather_at = static_cast<int>(b.kernels.size());
+          }
           if (k->grad_cast_bytes > 0) {
             Kernel q = stream(ComputeClass::kElementwise, k->grad_cast_bytes / (bpe_ + 2.0), 1, 1,
                               0, bpe_);
@@ -358,14 +422,9 @@ class Generator {
           b.kernels.push_back(e);
         }
       }
-      if (it->comm) {
-        Comm c = *it->comm;
-        if (c.kind == OpKind::kAllGather) {
-          c.kind = OpKind::kReduceScatter;
-        } else if (c.kind == OpKind::kReduceScatter) {
-          c.kind = OpKind::kAllGather;
-        }
-        b.comm = c;
+      if (it->bwd_input) {
+        b.comm = it->bwd_input;
+        b.tail = 1;  // the column-parallel linear's weight gradient, its last kernel
       }
       bwd.push_back(std::move(b));
     }
@@ -395,8 +454,10 @@ class Generator {
 
   // Emits `blocks` for `splits_` parts of the micro-batch on the compute stream; a block's
   // communication blocks the next block of the same part. Without overlap it runs on the compute
-  // stream itself; with overlap on the side stream, under the other part's compute. Returns the
-  // last compute op of every part (and keeps `wait` as the communication each part waits for).
+  // stream itself; with overlap on the side stream, under the other part's compute; one with a
+  // tail (a backward input-gradient reduction) on the side stream beside the tail's kernels, and
+  // a regather on the side stream beside the kernels before the last. Returns the last compute
+  // op of every part (and keeps `wait` as the communication each part waits for).
   OpId emit_blocks(const RankStreams& s, const std::vector<Block>& blocks,
                    std::vector<std::optional<OpId>>& wait, int layer, const char* pass) {
     OpId last = 0;
@@ -415,36 +476,70 @@ class Generator {
       }
       return std::string_view(what);
     };
+    bool any = false;  // whether `last` holds an op of this call
+    // FP8 all-gathers of TE linears: one byte an element.
+    auto bytes_of = [&](const Comm& c) {
+      return fp8_ && c.te_linear && c.kind == OpKind::kAllGather ? c.bytes / bpe_ : c.bytes;
+    };
     for (const Block& blk : blocks) {
+      const bool comm = blk.comm && blk.comm->group != traces::kNoGroup;
+      const int n = static_cast<int>(blk.kernels.size());
+      // Where the communication is issued: after the kernels, or before the last `tail` of them,
+      // which run beside it (on the side stream).
+      const int comm_at = comm && blk.tail > 0 ? std::max(0, n - blk.tail) : n;
       for (int part = 0; part < splits_; ++part) {
-        std::optional<OpId> first;
-        for (const Kernel& k : blk.kernels) {
+        std::optional<OpId>& pending = wait[static_cast<std::size_t>(part)];
+        // On the side stream, after the last op so far and whatever this part still waits for;
+        // the part's next kernel waits for it.
+        auto issue_beside = [&](const Comm& c) {
+          name(c.name, traces::to_string(c.kind), pass, part);
+          const OpId op = add_comm(s.side, c.kind, c.group, bytes_of(c), what);
+          if (any) {
+            b_.add_dep(op, last);
+          }
+          if (pending) {
+            b_.add_dep(op, *pending);
+          }
+          pending = op;
+        };
+        std::optional<OpId> regathered;
+        for (int i = 0; i < n; ++i) {
+          if (blk.regather && i == blk.regather_at) {
+            // The input's all-gather: stream order on the side stream, after the work so far;
+            // only the weight gradient (the last kernel) waits for it.
+            const Comm& c = *blk.regather;
+            name(c.name, traces::to_string(c.kind), pass, part);
+            regathered = add_comm(s.side, c.kind, c.group, bytes_of(c), what);
+            if (any) {
+              b_.add_dep(*regathered, last);
+            }
+          }
+          if (comm && i == comm_at) {
+            issue_beside(*blk.comm);
+          }
+          const Kernel& k = blk.kernels[static_cast<std::size_t>(i)];
           const OpId op = add_kernel(s.compute, k, name(k.name, {}, k.pass ? k.pass : pass, part));
-          if (!first) {
-            first = op;
+          if (i == 0 && pending) {
+            b_.add_dep(op, *pending);
+            pending.reset();
+          }
+          if (i == n - 1 && regathered) {
+            b_.add_dep(op, *regathered);
           }
           last = op;
+          any = true;
         }
-        if (first && wait[static_cast<std::size_t>(part)]) {
-          b_.add_dep(*first, *wait[static_cast<std::size_t>(part)]);
-          wait[static_cast<std::size_t>(part)].reset();
-        }
-        if (blk.comm && blk.comm->group != traces::kNoGroup) {
-          name(blk.comm->name, traces::to_string(blk.comm->kind), pass, part);
-          // FP8 all-gathers of TE linears: one byte an element.
-          const double bytes = fp8_ && blk.comm->te_linear && blk.comm->kind == OpKind::kAllGather
-                                   ? blk.comm->bytes / bpe_
-                                   : blk.comm->bytes;
-          if (splits_ == 1) {
-            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, bytes, what);
-          } else {
-            const OpId c = add_comm(s.side, blk.comm->kind, blk.comm->group, bytes, what);
-            b_.add_dep(c, last);
-            if (wait[static_cast<std::size_t>(part)]) {
-              b_.add_dep(c, *wait[static_cast<std::size_t>(part)]);
-              wait[static_cast<std::size_t>(part)].reset();
+        if (comm && comm_at == n) {
+          if (splits_ == 1 && blk.tail == 0) {
+            name(blk.comm->name, traces::to_string(blk.comm->kind), pass, part);
+            last = add_comm(s.compute, blk.comm->kind, blk.comm->group, bytes_of(*blk.comm), what);
+            any = true;
+            if (pending) {
+              b_.add_dep(last, *pending);
+              pending.reset();
             }
-            wait[static_cast<std::size_t>(part)] = c;
+          } else {
+            issue_beside(*blk.comm);
           }
         }
       }
@@ -529,6 +624,9 @@ class Generator {
     s.compute = b_.add_stream(rank, "compute");
     if (splits_ > 1) {
       s.side = b_.add_stream(rank, c_.overlap == Overlap::kDomino ? "tp" : "ep");
+    } else if (p_.tp > 1) {
+      // Backward TP communication that runs beside the weight gradients.
+      s.side = b_.add_stream(rank, "tp");
     }
     const bool dp_comm = p_.weight_replicas() > 1;
     if (dp_comm) {

@@ -448,18 +448,19 @@ TEST(GeneratorComm, TensorParallelAllReducesTwiceForwardAndTwiceBackwardPerLayer
 
 TEST(GeneratorComm, SequenceParallelGathersAndScattersInsteadOfAllReducing) {
   // With SP each all-reduce becomes a reduce-scatter, and each norm (run on seq/tp tokens) is
-  // followed by an all-gather; in backward they swap. Per layer and micro-batch: 4 all-gathers
-  // and 4 reduce-scatters of the full activation (the gathered output / the scattered input),
-  // no all-reduce on the TP group.
+  // followed by an all-gather; in backward they swap, and QKV's and fc1's saved input shards
+  // are gathered again for their weight gradients (Megatron and TE keep only the shard). Per
+  // layer and micro-batch: 6 all-gathers and 4 reduce-scatters of the full activation (the
+  // gathered output / the scattered input), no all-reduce on the TP group.
   const ModelSpec m = tiny();
   const int micro = 2;
   const GeneratedStep s = generate(m, "tp=4,sp", config(2, 2 * micro));
   for (int r = 0; r < 4; ++r) {
     const Tally t = tally(s.workload, r);
     EXPECT_EQ(t.n(OpKind::kAllReduce, "tp"), 0);
-    EXPECT_EQ(t.n(OpKind::kAllGather, "tp"), 4 * m.layers * micro);
+    EXPECT_EQ(t.n(OpKind::kAllGather, "tp"), 6 * m.layers * micro);
     EXPECT_EQ(t.n(OpKind::kReduceScatter, "tp"), 4 * m.layers * micro);
-    expect_rel(t.b(OpKind::kAllGather, "tp"), 4.0 * m.layers * micro * act_bytes(m), 1e-12, "ag");
+    expect_rel(t.b(OpKind::kAllGather, "tp"), 6.0 * m.layers * micro * act_bytes(m), 1e-12, "ag");
     expect_rel(t.b(OpKind::kReduceScatter, "tp"), 4.0 * m.layers * micro * act_bytes(m), 1e-12,
                "rs");
   }
@@ -691,17 +692,18 @@ TEST(GeneratorPrecision, Fp8RunsTheLinearGemmsInFp8AndGathersTheirInputsInFp8) {
 }
 
 TEST(GeneratorPrecision, TheMoeDispatchersGathersStay16Bit) {
-  // tiny-moe (layer 0 dense, 1-3 MoE) at tp=2,sp,ep=2: per micro-batch the dense layer's 4 TP
-  // all-gathers are TE linears' (FP8), a MoE layer's 2 of its 4 (attention's); the tokens'
-  // gather before the router and its mirror are Megatron's own, 16-bit. So the FP8 step gathers
-  // 4/2 + 3 x (2/2 + 2) = 11 activations per micro-batch where the 16-bit one gathers 16.
+  // tiny-moe (layer 0 dense, 1-3 MoE) at tp=2,sp,ep=2: per micro-batch the dense layer's 6 TP
+  // all-gathers are TE linears' (FP8), a MoE layer's 3 of its 5 (attention's, with QKV's input
+  // regathered); the tokens' gather before the router and its mirror are Megatron's own, 16-bit.
+  // So the FP8 step gathers 6/2 + 3 x (3/2 + 2) = 13.5 activations per micro-batch where the
+  // 16-bit one gathers 21.
   const ModelSpec m = tiny_moe();
   const int micro = 2;
   const TrainingConfig c = config(2, 2 * 2 * micro);
   const double act = tally(generate(m, "tp=2,sp,ep=2", c).workload, 0).b(OpKind::kAllGather, "tp") /
-                     (16.0 * micro);
+                     (21.0 * micro);
   expect_rel(tally(generate(m, "tp=2,sp,ep=2", fp8(c)).workload, 0).b(OpKind::kAllGather, "tp"),
-             11.0 * micro * act, 1e-12, "tp all-gathers");
+             13.5 * micro * act, 1e-12, "tp all-gathers");
 }
 
 TEST(GeneratorPrecision, Fp8ParameterGathersCarryTheLinearWeightsInOneByte) {
@@ -810,8 +812,9 @@ TEST(GeneratorOps, OneLayerOfTensorAndDataParallelism) {
   // tp=2, dp=2, 2 micro-batches, 1-byte DDP buckets. The schedule (generator.cpp), per layer:
   //  forward:  residual add; norm; QKV GEMM, attention, output GEMM, TP all-reduce; norm;
   //            up(+gate) GEMM, activation, down GEMM, TP all-reduce        = 9 kernels + 2 AR
-  //  backward: residual add; the MLP's down GEMM dgrad+wgrad, activation, up GEMM dgrad+wgrad,
-  //            AR; norm; output GEMM dgrad+wgrad, attention, QKV dgrad+wgrad, AR; norm
+  //  backward: residual add; the MLP's down GEMM dgrad+wgrad, activation, up GEMM dgrad, AR
+  //            (on stream "tp") beside the up GEMM's wgrad; norm; output GEMM dgrad+wgrad,
+  //            attention, QKV dgrad, AR beside QKV's wgrad; norm
   //                                                                        = 13 kernels + 2 AR
   // plus, per micro-batch, the embedding (1 elementwise) and its backward (1), the head's norm,
   // GEMM and loss (3) and the head's dgrad+wgrad (2); and one optimizer kernel per step.
@@ -829,22 +832,25 @@ TEST(GeneratorOps, OneLayerOfTensorAndDataParallelism) {
     for (traces::StreamId sid = w.first_stream(r); sid < w.last_stream(r); ++sid) {
       streams.push_back(w.stream(sid).name);
     }
-    EXPECT_EQ(streams, (std::vector<std::string>{"compute", "dp_allgather", "dp_reduce"}));
+    EXPECT_EQ(streams,
+              (std::vector<std::string>{"compute", "tp", "dp_allgather", "dp_reduce"}));
     const Tally t = tally(w, static_cast<int>(r), "compute");
     EXPECT_EQ(t.kernels.at(ComputeClass::kGemm), micro * (L * (4 + 8) + 1 + 2));
     EXPECT_EQ(t.kernels.at(ComputeClass::kAttention), micro * 2 * L);
     EXPECT_EQ(t.kernels.at(ComputeClass::kNorm), micro * (4 * L + 1));
     EXPECT_EQ(t.kernels.at(ComputeClass::kElementwise), micro * (4 * L + 3));
     EXPECT_EQ(t.kernels.at(ComputeClass::kOptimizer), 1);
-    EXPECT_EQ(t.n(OpKind::kAllReduce, "tp"), micro * 4 * L);
+    EXPECT_EQ(t.n(OpKind::kAllReduce, "tp"), micro * 2 * L);
+    EXPECT_EQ(tally(w, static_cast<int>(r), "tp").n(OpKind::kAllReduce, "tp"), micro * 2 * L);
     const traces::StreamId compute = w.first_stream(r);
-    EXPECT_EQ(w.stream(compute).op_count, static_cast<OpId>(micro * (26 * L + 7) + 1));
+    EXPECT_EQ(w.stream(compute).op_count, static_cast<OpId>(micro * (24 * L + 7) + 1));
+    EXPECT_EQ(w.stream(compute + 1).op_count, static_cast<OpId>(micro * 2 * L));
     // The data-parallel stream: one all-reduce per layer (1-byte buckets) and the marker the
     // optimizer waits for; nothing is all-gathered without ZeRO.
     const Tally dp = tally(w, static_cast<int>(r), "dp_reduce");
     EXPECT_EQ(dp.n(OpKind::kAllReduce, "dp"), L);
-    EXPECT_EQ(w.stream(compute + 2).op_count, static_cast<OpId>(L + 1));
-    EXPECT_EQ(w.stream(compute + 1).op_count, 0u);
+    EXPECT_EQ(w.stream(compute + 3).op_count, static_cast<OpId>(L + 1));
+    EXPECT_EQ(w.stream(compute + 2).op_count, 0u);
   }
 }
 
