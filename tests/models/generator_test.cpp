@@ -466,6 +466,38 @@ TEST(GeneratorComm, SequenceParallelGathersAndScattersInsteadOfAllReducing) {
   }
 }
 
+bool depends_on(const Workload& w, const std::string& op, const std::string& on) {
+  const auto deps = w.deps(w.find_op(op).value());
+  return std::find(deps.begin(), deps.end(), w.find_op(on).value()) != deps.end();
+}
+
+TEST(GeneratorComm, BackwardTpCommunicationRunsBesideTheWeightGradients) {
+  // Megatron's and TE's column-parallel linears reduce their input gradient asynchronously and
+  // compute the weight gradient meanwhile: the reduction waits for QKV's input gradient, runs
+  // on stream "tp", and the norm's backward (not QKV's weight gradient) waits for it.
+  const ModelSpec m = tiny();
+  const Workload w = generate(m, "tp=2", config(2, 2)).workload;
+  const std::string ar = "r0/L0.attn.tp.allreduce.bwd.mb0";
+  EXPECT_EQ(w.stream(w.stream_of(w.find_op(ar).value())).name, "tp");
+  EXPECT_TRUE(depends_on(w, ar, "r0/L0.attn.qkv.dgrad.mb0"));
+  EXPECT_TRUE(depends_on(w, "r0/L0.attn.norm.bwd.mb0", ar));
+  EXPECT_FALSE(depends_on(w, "r0/L0.attn.qkv.wgrad.mb0", ar));
+  // With SP: the output gradient's all-gather comes before fc2's backward (on the compute
+  // stream), the reduce-scatter of fc1's input gradient beside fc1's weight gradient, and fc1's
+  // input is gathered again beside its input gradient; only the weight gradient waits for it.
+  const Workload s = generate(m, "tp=2,sp", config(2, 2)).workload;
+  const auto pos = [&](const std::string& op) { return s.find_op(op).value(); };
+  EXPECT_LT(pos("r0/L3.mlp.tp.allgather.bwd.mb0"), pos("r0/L3.mlp.fc2.dgrad.mb0"));
+  const std::string rs = "r0/L3.mlp.sp.reducescatter.bwd.mb0";
+  const std::string again = "r0/L3.mlp.fc1.input.allgather.bwd.mb0";
+  EXPECT_EQ(s.stream(s.stream_of(pos(rs))).name, "tp");
+  EXPECT_EQ(s.stream(s.stream_of(pos(again))).name, "tp");
+  EXPECT_TRUE(depends_on(s, rs, "r0/L3.mlp.fc1.dgrad.mb0"));
+  EXPECT_TRUE(depends_on(s, "r0/L3.mlp.fc1.wgrad.mb0", again));
+  EXPECT_FALSE(depends_on(s, "r0/L3.mlp.fc1.dgrad.mb0", again));
+  EXPECT_TRUE(depends_on(s, "r0/L3.mlp.norm.bwd.mb0", rs));
+}
+
 TEST(GeneratorComm, PipelineSendsOneActivationPerMicroBatchAndBoundary) {
   // Each of the pp x vpp - 1 boundaries between consecutive (virtual) stages carries, per
   // micro-batch, the activations forward and their gradient backward: mbs x seq x hidden x bpe
@@ -832,8 +864,7 @@ TEST(GeneratorOps, OneLayerOfTensorAndDataParallelism) {
     for (traces::StreamId sid = w.first_stream(r); sid < w.last_stream(r); ++sid) {
       streams.push_back(w.stream(sid).name);
     }
-    EXPECT_EQ(streams,
-              (std::vector<std::string>{"compute", "tp", "dp_allgather", "dp_reduce"}));
+    EXPECT_EQ(streams, (std::vector<std::string>{"compute", "tp", "dp_allgather", "dp_reduce"}));
     const Tally t = tally(w, static_cast<int>(r), "compute");
     EXPECT_EQ(t.kernels.at(ComputeClass::kGemm), micro * (L * (4 + 8) + 1 + 2));
     EXPECT_EQ(t.kernels.at(ComputeClass::kAttention), micro * 2 * L);
