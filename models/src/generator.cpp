@@ -143,6 +143,7 @@ class Generator {
   OpId add_kernel(StreamId s, const Kernel& k, std::string_view what) {
     const OpId op = b_.add_op(s, OpSpec{OpKind::kCompute, static_cast<std::int64_t>(k.bytes),
                                         traces::kNoGroup, traces::kNoPeer, traces::kNoDuration});
+    last_kernel_ = op;
     b_.set_compute_shape(op, k.shape);
     label(op, what);
     // Model FLOPs (StepFigures::flops) leave recomputation out, as the MFU convention does.
@@ -282,7 +283,10 @@ class Generator {
         named(linear(tokens, (q_heads + 2 * kv) * hd_, h, /*fused_input=*/true), "attn.qkv"));
     // A parallel attention + MLP block (Phi-2, GPT-J) reduces the shared input's gradient once.
     attn.bwd_input = input_reduction("attn.sp", "attn.tp");
-    input_regather(attn, "attn.qkv.input", "attn.qkv");
+    // A parallel block's MLP shares this input and, backward first, gathers it for both.
+    if (!m_.parallel_attn_mlp) {
+      input_regather(attn, "attn.qkv.input", "attn.qkv");
+    }
     if (p_.cp > 1) {
       // Context parallelism: the keys and values of the whole sequence, gathered over the cp
       // group (Megatron-Core's cp_comm_type all_gather; their gradients reduce-scatter back in
@@ -461,6 +465,9 @@ class Generator {
   OpId emit_blocks(const RankStreams& s, const std::vector<Block>& blocks,
                    std::vector<std::optional<OpId>>& wait, int layer, const char* pass) {
     OpId last = 0;
+    // Each part's last kernel: what a communication of that part issued on the side stream
+    // waits for (the kernel before these blocks at first, e.g. the layer's residual add).
+    std::vector<std::optional<OpId>> part_last(static_cast<std::size_t>(splits_), last_kernel_);
     std::string& what = what_;  // reused: no allocation per op
     auto name = [&](const char* thing, std::string_view kind, const char* p, int part) {
       what.clear();
@@ -476,7 +483,6 @@ class Generator {
       }
       return std::string_view(what);
     };
-    bool any = false;  // whether `last` holds an op of this call
     // FP8 all-gathers of TE linears: one byte an element.
     auto bytes_of = [&](const Comm& c) {
       return fp8_ && c.te_linear && c.kind == OpKind::kAllGather ? c.bytes / bpe_ : c.bytes;
@@ -494,8 +500,8 @@ class Generator {
         auto issue_beside = [&](const Comm& c) {
           name(c.name, traces::to_string(c.kind), pass, part);
           const OpId op = add_comm(s.side, c.kind, c.group, bytes_of(c), what);
-          if (any) {
-            b_.add_dep(op, last);
+          if (part_last[static_cast<std::size_t>(part)]) {
+            b_.add_dep(op, *part_last[static_cast<std::size_t>(part)]);
           }
           if (pending) {
             b_.add_dep(op, *pending);
@@ -510,8 +516,8 @@ class Generator {
             const Comm& c = *blk.regather;
             name(c.name, traces::to_string(c.kind), pass, part);
             regathered = add_comm(s.side, c.kind, c.group, bytes_of(c), what);
-            if (any) {
-              b_.add_dep(*regathered, last);
+            if (part_last[static_cast<std::size_t>(part)]) {
+              b_.add_dep(*regathered, *part_last[static_cast<std::size_t>(part)]);
             }
           }
           if (comm && i == comm_at) {
@@ -527,13 +533,12 @@ class Generator {
             b_.add_dep(op, *regathered);
           }
           last = op;
-          any = true;
+          part_last[static_cast<std::size_t>(part)] = op;
         }
         if (comm && comm_at == n) {
           if (splits_ == 1 && blk.tail == 0) {
             name(blk.comm->name, traces::to_string(blk.comm->kind), pass, part);
             last = add_comm(s.compute, blk.comm->kind, blk.comm->group, bytes_of(*blk.comm), what);
-            any = true;
             if (pending) {
               b_.add_dep(last, *pending);
               pending.reset();
@@ -618,6 +623,7 @@ class Generator {
   }
 
   void emit_rank(int r) {
+    last_kernel_.reset();  // never a dependency across ranks
     const internal::Coord c = layout_.coord(r);
     const auto rank = static_cast<Rank>(r);
     RankStreams s;
@@ -873,6 +879,7 @@ class Generator {
   int seq_ = 0;
   double lseq_ = 0;  // tokens of a sequence on this GPU: seq / cp
   int bpe_ = 2;
+  std::optional<OpId> last_kernel_;  // the kernel add_kernel added last (of any rank)
   bool fp8_ = false;                                     // --precision fp8
   traces::Precision tensor_ = traces::Precision::kBf16;  // of the tensor kernels that are not FP8
   int splits_ = 1;

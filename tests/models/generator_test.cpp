@@ -496,6 +496,15 @@ TEST(GeneratorComm, BackwardTpCommunicationRunsBesideTheWeightGradients) {
   EXPECT_TRUE(depends_on(s, "r0/L3.mlp.fc1.wgrad.mb0", again));
   EXPECT_FALSE(depends_on(s, "r0/L3.mlp.fc1.dgrad.mb0", again));
   EXPECT_TRUE(depends_on(s, "r0/L3.mlp.norm.bwd.mb0", rs));
+  // Split micro-batches (Domino): a part's backward communication waits for that part's own
+  // work (the layer's first, for the residual add before it), not the other part's.
+  TrainingConfig d = config(2, 2);
+  d.overlap = Overlap::kDomino;
+  const Workload o = generate(m, "tp=2,sp", d).workload;
+  EXPECT_TRUE(depends_on(o, "r0/L7.mlp.tp.allgather.bwd.p0.mb0", "r0/L7.residual.bwd.mb0"));
+  EXPECT_TRUE(depends_on(o, "r0/L7.attn.tp.allgather.bwd.p0.mb0", "r0/L7.mlp.norm.bwd.p0.mb0"));
+  EXPECT_FALSE(depends_on(o, "r0/L7.attn.tp.allgather.bwd.p0.mb0", "r0/L7.mlp.norm.bwd.p1.mb0"));
+  EXPECT_TRUE(depends_on(o, "r0/L7.attn.tp.allgather.bwd.p1.mb0", "r0/L7.mlp.norm.bwd.p1.mb0"));
 }
 
 TEST(GeneratorComm, PipelineSendsOneActivationPerMicroBatchAndBoundary) {
