@@ -47,12 +47,12 @@ void add_model_options(po::options_description& desc, ModelOptions& opts) {
       "overlap", po::value(&opts.overlap)->default_value("none"),
       "none, domino (TP communication under the other half-batch's compute) or two-batch "
       "(expert all-to-alls under the other half-batch's compute)")(
-      "recompute", po::bool_switch(&opts.recompute),
-      "full activation recomputation: keep each layer's input only, rerun its forward before "
-      "its backward")(
-      "fold", po::bool_switch(&opts.fold),
-      "simulate one data-parallel replica for all (they behave identically; data-parallel "
-      "collectives still span every GPU): same step time, dp times fewer ranks")(
+      "recompute", po::value(&opts.recompute)->implicit_value("full"),
+      "activation recomputation: full (the bare flag: keep each layer's input only, rerun its "
+      "forward before its backward), selective (rerun the attention core's forward only) or "
+      "none")("fold", po::bool_switch(&opts.fold),
+              "simulate one data-parallel replica for all (they behave identically; data-parallel "
+              "collectives still span every GPU): same step time, dp times fewer ranks")(
       "placement", po::value(&opts.placement),
       "rank placement file (docs/formats/placement.md): the order the job fills the nodes, or a "
       "GPU per rank; default: packed (rank i on GPU i)")("list-models",
@@ -68,7 +68,7 @@ bool model_requested(const ModelOptions& opts, const po::variables_map& vm) {
       throw po::error(fmt::format("--{} describes a generated step: it needs --model", key));
     }
   }
-  if (opts.recompute || opts.fold || opts.fp8_param_gather) {
+  if (!opts.recompute.empty() || opts.fold || opts.fp8_param_gather) {
     throw po::error(
         "--recompute, --fold and --fp8-param-gather describe a generated step: they need --model");
   }
@@ -113,7 +113,13 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
   } else {
     throw Error(fmt::format("--overlap '{}': expected none, domino or two-batch", opts.overlap));
   }
-  cfg.recompute = opts.recompute;
+  if (opts.recompute == "full") {
+    cfg.recompute = true;
+  } else if (opts.recompute == "selective") {
+    cfg.selective_recompute = true;
+  } else if (!opts.recompute.empty() && opts.recompute != "none") {
+    throw Error(fmt::format("--recompute '{}': expected full, selective or none", opts.recompute));
+  }
   cfg.fold_dp = opts.fold;
   if (opts.gbs > 0) {
     cfg.gbs = opts.gbs;

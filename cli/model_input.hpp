@@ -19,7 +19,8 @@ struct ModelOptions {
   std::string precision = "bf16";
   bool fp8_param_gather = false;  // --fp8-param-gather
   std::string overlap = "none";
-  bool recompute = false;
+  // --recompute [full|selective|none]: "" (not given) is none; the bare flag is full.
+  std::string recompute;
   bool fold = false;
   // A search folded the step by its own choice (the user did not pass --fold): where folding
   // would not be exact (an oversubscribed fabric), load_step_input runs it unfolded instead of

@@ -186,7 +186,7 @@ ModelOptions model_options_of(const Workload& w, int mbs) {
     if (w.extra[i] == "--seq") {
       mo.seq = std::stoi(w.extra[i + 1]);
     } else if (w.extra[i] == "--recompute") {
-      mo.recompute = true;
+      mo.recompute = "full";
     } else if (w.extra[i] == "--overlap") {
       mo.overlap = w.extra[i + 1];
     }

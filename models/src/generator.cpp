@@ -147,7 +147,7 @@ class Generator {
     b_.set_compute_shape(op, k.shape);
     label(op, what);
     // Model FLOPs (StepFigures::flops) leave recomputation out, as the MFU convention does.
-    if (!recomputing_ &&
+    if (!recomputing_ && !k.recomputed &&
         (k.shape.cls == ComputeClass::kGemm || k.shape.cls == ComputeClass::kAttention)) {
       figures_.flops += k.shape.flops;
     }
@@ -245,8 +245,12 @@ class Generator {
       if (p_.tp == 1) {
         return std::nullopt;
       }
-      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce, tpg, act_bytes, name,
-                  te && p_.sp, Comm::Role::kTpReduce};
+      return Comm{p_.sp ? OpKind::kReduceScatter : OpKind::kAllReduce,
+                  tpg,
+                  act_bytes,
+                  name,
+                  te && p_.sp,
+                  Comm::Role::kTpReduce};
     };
     auto sp_gather = [&](const char* name, bool te) -> std::optional<Comm> {
       if (p_.tp == 1 || !p_.sp) {
@@ -431,6 +435,21 @@ class Generator {
         b.tail = 1;  // the column-parallel linear's weight gradient, its last kernel
       }
       bwd.push_back(std::move(b));
+    }
+    if (c_.selective_recompute) {
+      // Selective recomputation reruns the attention core's forward right before its backward
+      // (after context parallelism's re-gather below, which it uses too).
+      for (auto it = bwd.begin(); it != bwd.end(); ++it) {
+        if (std::any_of(it->kernels.begin(), it->kernels.end(),
+                        [](const Kernel& k) { return k.shape.cls == ComputeClass::kAttention; })) {
+          Block again;
+          again.kernels.push_back(named(attention_core(seqs, m_.heads / p_.tp), "attn.core"));
+          again.kernels.back().pass = "recompute";
+          again.kernels.back().recomputed = true;
+          bwd.insert(it, std::move(again));
+          break;
+        }
+      }
     }
     if (p_.cp > 1) {
       // TransformerEngine's all-gather context parallelism keeps only the local keys and values
@@ -880,7 +899,7 @@ class Generator {
   double lseq_ = 0;  // tokens of a sequence on this GPU: seq / cp
   int bpe_ = 2;
   std::optional<OpId> last_kernel_;  // the kernel add_kernel added last (of any rank)
-  bool fp8_ = false;                                     // --precision fp8
+  bool fp8_ = false;                 // --precision fp8
   traces::Precision tensor_ = traces::Precision::kBf16;  // of the tensor kernels that are not FP8
   int splits_ = 1;
   int micro_ = 1;
@@ -1118,6 +1137,9 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
                     "16-bit and fp8 ones with 2",
                     traces::to_string(c.precision), c.bytes_per_element));
   }
+  if (c.recompute && c.selective_recompute) {
+    fail("full and selective recomputation exclude each other: pick one");
+  }
   if (c.fp8_param_gather && c.precision != traces::Precision::kFp8) {
     fail("--fp8-param-gather gathers FP8 weights: it needs --precision fp8");
   }
@@ -1225,7 +1247,9 @@ GeneratedStep generate_step(const ModelSpec& m, const Parallelism& p, const Trai
   out.description = fmt::format("{}, {}, mbs {}, gbs {}, seq {}, {}{}{}", m.name, to_string(p),
                                 c.mbs, c.gbs, seq, traces::to_string(c.precision),
                                 c.fp8_param_gather ? " (fp8 parameter gathers)" : "",
-                                c.recompute ? ", full recompute" : "");
+                                c.recompute             ? ", full recompute"
+                                : c.selective_recompute ? ", selective recompute"
+                                                        : "");
   return out;
 }
 

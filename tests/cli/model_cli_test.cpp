@@ -93,9 +93,9 @@ TEST(ModelCli, Fp8ShortensAComputeBoundStepAndKeepsTheModelFlops) {
   // against the 1979 TFLOP/s FP8 peak, so the step is shorter and MFU (against the BF16 peak,
   // the convention) higher; the model FLOPs are the same. What a GPU without FP8 refuses is in
   // the bad-input catalogue.
-  const std::vector<std::string> base{"--model", "llama3-8b", "--parallel", "tp=8,sp",
-                                      "--cluster", "dgx-h100", "--seq", "2048",
-                                      "--json", "--no-op-times"};
+  const std::vector<std::string> base{"--model",   "llama3-8b",    "--parallel", "tp=8,sp",
+                                      "--cluster", "dgx-h100",     "--seq",      "2048",
+                                      "--json",    "--no-op-times"};
   std::vector<std::string> f8 = base;
   f8.insert(f8.end(), {"--precision", "fp8"});
   CliRun a = run_lagom(simulate(base));
@@ -202,11 +202,15 @@ const ModelCliBadCase kModelCliBadCases[] = {
      {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--precision", "fp4"},
      1,
      {"--precision 'fp4'", "bf16, fp16, fp8 or fp32"}},
+    {"unknown recomputation",
+     {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--recompute",
+      "partial"},
+     1,
+     {"--recompute 'partial': expected full, selective or none"}},
     {"fp8 on a GPU without FP8 tensor cores",
      {"--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--precision", "fp8"},
      1,
-     {"L0.attn.qkv.fwd", "fp8 gemm kernel needs FP8 tensor cores", "'a40'",
-      "gpu.fp8_TFLOPS is 0"}},
+     {"L0.attn.qkv.fwd", "fp8 gemm kernel needs FP8 tensor cores", "'a40'", "gpu.fp8_TFLOPS is 0"}},
     {"fp8 parameter gathers without a model",
      {"--cluster", "a40-nvlink", "--fp8-param-gather"},
      2,

@@ -323,6 +323,51 @@ TEST(GeneratorFlops, RecomputationAddsOneForwardOfTheBlocks) {
   EXPECT_EQ(rc.figures.flops, plain.figures.flops);
 }
 
+TEST(GeneratorFlops, SelectiveRecomputationRerunsOnlyTheAttentionCore) {
+  // Selective recomputation (Korthikanti et al.) reruns each layer's attention core forward
+  // before its backward: per layer and micro-batch one FlashAttention forward more, 4 s^2 hd per
+  // head and sequence (heads / tp on a GPU), and nothing else: no GEMM, no communication. Full
+  // recomputation reruns the whole forward with its TP collectives. Model FLOPs stay the same,
+  // and so does the memory estimate: with FlashAttention the activations it frees (the s^2
+  // attention scores) are never stored (docs/models.md §8).
+  const ModelSpec m = tiny();
+  const int micro = 2;
+  TrainingConfig sel = config(2, 2 * micro);
+  sel.selective_recompute = true;
+  const GeneratedStep plain = generate(m, "tp=2,sp", config(2, 2 * micro));
+  const GeneratedStep s = generate(m, "tp=2,sp", sel);
+  const GeneratedStep full = generate(m, "tp=2,sp", config(2, 2 * micro, 0, true));
+  EXPECT_NE(s.description.find("selective recompute"), std::string::npos);
+  const double attention_fwd =
+      4.0 * 2 * m.seq_len * m.seq_len * (m.heads / 2.0) * m.head_dim;  // mbs 2
+  const Tally t0 = tally(plain.workload, 0);
+  const Tally ts = tally(s.workload, 0);
+  expect_rel(ts.flops - t0.flops, micro * m.layers * attention_fwd, 1e-12, "attention reruns");
+  EXPECT_EQ(ts.kernels.at(ComputeClass::kAttention),
+            t0.kernels.at(ComputeClass::kAttention) + micro * m.layers);
+  EXPECT_EQ(ts.kernels.at(ComputeClass::kGemm), t0.kernels.at(ComputeClass::kGemm));
+  EXPECT_EQ(ts.ops, t0.ops);  // the same communication
+  EXPECT_EQ(ts.bytes, t0.bytes);
+  // Full recomputation: the forward's 2 all-gathers and 2 reduce-scatters again.
+  const Tally tf = tally(full.workload, 0);
+  EXPECT_EQ(tf.n(OpKind::kAllGather, "tp"), t0.n(OpKind::kAllGather, "tp") + 2 * micro * m.layers);
+  EXPECT_EQ(s.figures.flops, plain.figures.flops);
+  EXPECT_DOUBLE_EQ(estimate_memory(m, parse_parallelism("tp=2,sp"), sel).total(),
+                   estimate_memory(m, parse_parallelism("tp=2,sp"), config(2, 2 * micro)).total());
+  TrainingConfig both = sel;
+  both.recompute = true;
+  EXPECT_NE(test::error_of([&] { generate(m, "tp=2,sp", both); }).find("exclude each other"),
+            std::string::npos);
+  // With context parallelism the rerun follows the keys' and values' re-gather it needs.
+  TrainingConfig cp = config(1, 2);
+  cp.selective_recompute = true;
+  const Workload w = generate(m, "tp=2,cp=2", cp).workload;
+  EXPECT_LT(w.find_op("r0/L0.attn.cp.kv.allgather.bwd.mb0").value(),
+            w.find_op("r0/L0.attn.core.recompute.mb0").value());
+  EXPECT_LT(w.find_op("r0/L0.attn.core.recompute.mb0").value(),
+            w.find_op("r0/L0.attn.core.bwd.mb0").value());
+}
+
 TEST(GeneratorFlops, TpMustDivideTheKeyValueHeads) {
   // Megatron-Core shards whole key/value head groups: num_query_groups_per_partition =
   // divide(num_query_groups, tp_size), which asserts divisibility. tp=8 over 4 KV heads is

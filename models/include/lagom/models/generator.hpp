@@ -80,6 +80,10 @@ struct TrainingConfig {
   // Full activation recomputation (Megatron --recompute-granularity full): each layer keeps only
   // its input and reruns its forward (with its TP communication) before its backward.
   bool recompute = false;
+  // Selective recomputation (Megatron --recompute-granularity selective, Korthikanti et al. 2022):
+  // each layer reruns its attention core's forward before that core's backward, and nothing else
+  // (no TP communication). Not with `recompute`.
+  bool selective_recompute = false;
   // Fold identical data-parallel replicas: generate replica 0 only (its data-parallel
   // communicators still span every replica's GPUs), so a 16,384-GPU step is simulated with
   // 16,384 / dp ranks. Replicas behave identically (same program, same communicator positions),

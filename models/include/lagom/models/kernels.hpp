@@ -27,6 +27,7 @@ struct Kernel {
   // in 16 bits, writes it in FP8 twice, as is and transposed): that kernel's HBM bytes; 0: none.
   double grad_cast_bytes = 0;
   bool forward_only = false;  // no backward kernel of its own (a quantization: identity backward)
+  bool recomputed = false;    // a forward rerun for backward: not model FLOPs
 };
 
 // `k` with its label name (a string literal).
