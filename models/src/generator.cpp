@@ -43,6 +43,13 @@ double final_norm_params(const ModelSpec& m) {
   return m.rmsnorm ? m.hidden : 2.0 * m.hidden;
 }
 
+// Whether the memory estimate holds Transformer Engine's cached FP8 weights and transposes:
+// under FP8 unless the weights are FP8 themselves (--fp8-param-gather) or FSDP gathers them per
+// layer.
+bool fp8_weight_copies(const Parallelism& p, const TrainingConfig& c) {
+  return c.precision == traces::Precision::kFp8 && !c.fp8_param_gather && p.zero < 3;
+}
+
 // --- Blocks ------------------------------------------------------------------------------------
 
 // A communication that follows a block of kernels and that the next block waits for.
@@ -436,31 +443,27 @@ class Generator {
       }
       bwd.push_back(std::move(b));
     }
-    if (c_.selective_recompute) {
-      // Selective recomputation reruns the attention core's forward right before its backward
-      // (after context parallelism's re-gather below, which it uses too).
-      for (auto it = bwd.begin(); it != bwd.end(); ++it) {
-        if (std::any_of(it->kernels.begin(), it->kernels.end(),
-                        [](const Kernel& k) { return k.shape.cls == ComputeClass::kAttention; })) {
-          Block again;
-          again.kernels.push_back(named(attention_core(seqs, m_.heads / p_.tp), "attn.core"));
-          again.kernels.back().pass = "recompute";
-          again.kernels.back().recomputed = true;
-          bwd.insert(it, std::move(again));
-          break;
-        }
-      }
-    }
+    // What attention's backward needs first, in order: TransformerEngine's all-gather context
+    // parallelism keeps only the local keys and values and gathers them again
+    // (AttnFuncWithCPAndKVAllGather); selective recomputation then reruns the core's forward.
+    std::vector<Block> before_attention;
     if (p_.cp > 1) {
-      // TransformerEngine's all-gather context parallelism keeps only the local keys and values
-      // and gathers them again before attention's backward (AttnFuncWithCPAndKVAllGather).
-      for (auto it = bwd.begin(); it != bwd.end(); ++it) {
-        if (std::any_of(it->kernels.begin(), it->kernels.end(),
-                        [](const Kernel& k) { return k.shape.cls == ComputeClass::kAttention; })) {
-          bwd.insert(it, Block{{}, cp_kv_gather(seqs, rank, "attn.cp.kv")});
-          break;
-        }
-      }
+      before_attention.push_back(Block{{}, cp_kv_gather(seqs, rank, "attn.cp.kv")});
+    }
+    if (c_.selective_recompute) {
+      Block again;
+      again.kernels.push_back(named(attention_core(seqs, m_.heads / p_.tp), "attn.core"));
+      again.kernels.back().pass = "recompute";
+      again.kernels.back().recomputed = true;
+      before_attention.push_back(std::move(again));
+    }
+    if (!before_attention.empty()) {
+      const auto attention = std::find_if(bwd.begin(), bwd.end(), [](const Block& b) {
+        return std::any_of(b.kernels.begin(), b.kernels.end(),
+                           [](const Kernel& k) { return k.shape.cls == ComputeClass::kAttention; });
+      });
+      bwd.insert(attention, std::make_move_iterator(before_attention.begin()),
+                 std::make_move_iterator(before_attention.end()));
     }
     return bwd;
   }
@@ -514,14 +517,18 @@ class Generator {
       const int comm_at = comm && blk.tail > 0 ? std::max(0, n - blk.tail) : n;
       for (int part = 0; part < splits_; ++part) {
         std::optional<OpId>& pending = wait[static_cast<std::size_t>(part)];
-        // On the side stream, after the last op so far and whatever this part still waits for;
-        // the part's next kernel waits for it.
-        auto issue_beside = [&](const Comm& c) {
+        // On the side stream, after this part's last kernel so far.
+        auto on_side = [&](const Comm& c) {
           name(c.name, traces::to_string(c.kind), pass, part);
           const OpId op = add_comm(s.side, c.kind, c.group, bytes_of(c), what);
           if (part_last[static_cast<std::size_t>(part)]) {
             b_.add_dep(op, *part_last[static_cast<std::size_t>(part)]);
           }
+          return op;
+        };
+        // ... and after whatever this part still waits for; the part's next kernel waits for it.
+        auto issue_beside = [&](const Comm& c) {
+          const OpId op = on_side(c);
           if (pending) {
             b_.add_dep(op, *pending);
           }
@@ -530,14 +537,8 @@ class Generator {
         std::optional<OpId> regathered;
         for (int i = 0; i < n; ++i) {
           if (blk.regather && i == blk.regather_at) {
-            // The input's all-gather: stream order on the side stream, after the work so far;
-            // only the weight gradient (the last kernel) waits for it.
-            const Comm& c = *blk.regather;
-            name(c.name, traces::to_string(c.kind), pass, part);
-            regathered = add_comm(s.side, c.kind, c.group, bytes_of(c), what);
-            if (part_last[static_cast<std::size_t>(part)]) {
-              b_.add_dep(*regathered, *part_last[static_cast<std::size_t>(part)]);
-            }
+            // The input's all-gather: only the weight gradient (the last kernel) waits for it.
+            regathered = on_side(*blk.regather);
           }
           if (comm && i == comm_at) {
             issue_beside(*blk.comm);
@@ -1102,7 +1103,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   // the micro-batches of a step (2 bytes a parameter). With --fp8-param-gather the weights
   // themselves are FP8 (1 byte, plus the transpose), as much as the 16-bit copy they replace.
   // Activations stay counted at 16 bits: FP8 saves some (a bound from above there).
-  if (c.precision == traces::Precision::kFp8 && !c.fp8_param_gather && p.zero < 3) {
+  if (fp8_weight_copies(p, c)) {
     e.weights += 2.0 * (layers_here * split / p.tp + expert_params);
   }
   e.buffers = 3.0e9;  // CUDA context, NCCL buffers, allocator fragmentation (an estimate)
@@ -1229,7 +1230,7 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingCo
         "parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller --mbs{}",
         m.name, to_string(p), mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9,
         mem.optimizer / 1e9, mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9,
-        c.precision == traces::Precision::kFp8 && !c.fp8_param_gather && p.zero < 3
+        fp8_weight_copies(p, c)
             ? "; the weights include Transformer Engine's FP8 weight copies, which ZeRO with "
               "--fp8-param-gather avoids"
             : ""));
