@@ -29,9 +29,10 @@ class CountingBuf : public std::streambuf {
 };
 
 void BM_SimulateJson(benchmark::State& state) {
-  std::vector<std::string> args = {"--model", "gpt3-175b", "--parallel", "tp=8,pp=8,dp=2",
-                                   "--cluster", "dgx-h100", "--nodes", "16", "--mbs", "1",
-                                   "--gbs", "64", "--seq", "2048", "--json"};
+  std::vector<std::string> args = {"--model",   "gpt3-175b", "--parallel", "tp=8,pp=8,dp=2",
+                                   "--cluster", "dgx-h100",  "--nodes",    "16",
+                                   "--mbs",     "1",         "--gbs",      "64",
+                                   "--seq",     "2048",      "--json"};
   if (state.range(0) == 0) {
     args.push_back("--no-op-times");
   }

@@ -95,5 +95,4 @@ void check_chakra_files(const std::vector<std::string>& paths) {
                "simulate fewer ranks");
 }
 
-
 }  // namespace lagom::cli

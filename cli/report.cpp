@@ -9,8 +9,8 @@
 #include <array>
 #include <bit>
 #include <charconv>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <ostream>
 
 #include "lagom/common/build_info.hpp"
@@ -458,9 +458,8 @@ void append_number(std::string& out, double x) {
 // A JSON string as nlohmann's dump writes it: printable ASCII without quotes or backslashes is
 // written as it is; anything else goes through nlohmann (escapes, UTF-8 checks).
 void append_string(std::string& out, std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  });
+  const bool plain = std::all_of(
+      s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
   if (plain) {
     out += '"';
     out += s;
@@ -509,9 +508,9 @@ void write_json_report(std::ostream& out, const traces::Workload& w,
     buf += ",\n   \"kind\": ";
     append_string(buf, traces::to_string(w.kind(op)));
     const std::pair<const char*, double> fields[] = {
-        {",\n   \"launch_us\": ", us(t.launch)},  {",\n   \"start_us\": ", us(t.start)},
-        {",\n   \"end_us\": ", us(t.end)},        {",\n   \"standalone_us\": ", us(t.alone)},
-        {",\n   \"alone_us\": ", us(t.alone)},    {",\n   \"slowdown\": ", sim::slowdown(t)}};
+        {",\n   \"launch_us\": ", us(t.launch)}, {",\n   \"start_us\": ", us(t.start)},
+        {",\n   \"end_us\": ", us(t.end)},       {",\n   \"standalone_us\": ", us(t.alone)},
+        {",\n   \"alone_us\": ", us(t.alone)},   {",\n   \"slowdown\": ", sim::slowdown(t)}};
     // Neighbouring fields often hold the same number (launch and start, the two alone times, a
     // slowdown of 1): formatted once.
     std::optional<std::uint64_t> last;  // the bits of the number last formatted

@@ -308,13 +308,14 @@ class Replay {
         const traces::ComputeShape* sh = w_.compute_shape(op);
         const bool tensor = sh && (sh->cls == traces::ComputeClass::kGemm ||
                                    sh->cls == traces::ComputeClass::kAttention);
-        if (duration == traces::kNoDuration && tensor && sh->precision != traces::Precision::kBf16) {
+        if (duration == traces::kNoDuration && tensor &&
+            sh->precision != traces::Precision::kBf16) {
           // Replaying it as a BF16 GEMM would time another kernel than the one modelled.
-          throw Error(fmt::format("{}: an {} {} kernel; lagom-validate replays tensor kernels as "
-                                  "BF16 cuBLASLt GEMMs only, so validate the bf16 step (or give "
-                                  "the op a duration_us)",
-                                  w_.describe(op), traces::to_string(sh->precision),
-                                  traces::to_string(sh->cls)));
+          throw Error(fmt::format(
+              "{}: an {} {} kernel; lagom-validate replays tensor kernels as "
+              "BF16 cuBLASLt GEMMs only, so validate the bf16 step (or give "
+              "the op a duration_us)",
+              w_.describe(op), traces::to_string(sh->precision), traces::to_string(sh->cls)));
         }
         if (duration != traces::kNoDuration) {
           a.kind = Action::Kind::kSpin;

@@ -210,9 +210,10 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           octx.fail("'id' must not be empty");
         }
         octx.path += fmt::format(" (id '{}')", id);
-        check_known_fields(octx, o,
-                           {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root",
-                            "config", "flops", "blocks", "blocks_per_sm", "class", "precision", "args"});
+        check_known_fields(
+            octx, o,
+            {"id", "kind", "deps", "duration_us", "bytes", "group", "peer", "root", "config",
+             "flops", "blocks", "blocks_per_sm", "class", "precision", "args"});
         const std::string kind_name = get_string(octx, require(octx, o, "kind"), "kind");
         const std::optional<OpKind> kind = parse_op_kind(kind_name);
         if (!kind) {
@@ -333,8 +334,8 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
               const std::string pname = get_string(octx, *pr, "precision");
               auto precision = parse_precision(pname);
               if (!precision) {
-                octx.fail(fmt::format("unknown precision '{}' (known: bf16, fp16, fp8, fp32)",
-                                      pname));
+                octx.fail(
+                    fmt::format("unknown precision '{}' (known: bf16, fp16, fp8, fp32)", pname));
               }
               shape.precision = *precision;
             }

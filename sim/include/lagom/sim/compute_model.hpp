@@ -30,9 +30,10 @@
 // full * TB + shared * TB_shared blocks.
 //
 // F: the kernel's FLOPs; D: its HBM bytes; peak: for GEMM and attention the GPU's tensor peak in
-// the kernel's precision (BF16, FP8, or the FP32 rate for an fp32 kernel), FP32 otherwise; B: the HBM bandwidth the kernel gets; eff_*: the class's
-// efficiencies in the profile. Without a block count the kernel is one full wave (pure roofline).
-// The efficiencies and default occupancies are priors until calibrated (docs/models.md).
+// the kernel's precision (BF16, FP8, or the FP32 rate for an fp32 kernel), FP32 otherwise; B: the
+// HBM bandwidth the kernel gets; eff_*: the class's efficiencies in the profile. Without a block
+// count the kernel is one full wave (pure roofline). The efficiencies and default occupancies are
+// priors until calibrated (docs/models.md).
 #pragma once
 
 #include "lagom/hardware/profile.hpp"
