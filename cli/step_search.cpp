@@ -81,6 +81,10 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "lagom-no-park", po::bool_switch(&t.lagom_no_park),
       "lagom: a collective whose every step the step guard refused ends there (by default it "
       "waits for another collective to move and tries again)")(
+      "jobs,j", integer_option(&t.jobs, "-j", 1, 1024, "threads")->default_value("1"),
+      "simulate a round's independent candidates on N threads (Lagom's per-resource tries, the "
+      "random and exhaustive draws; AutoCCL's rounds each depend on the last); the results are "
+      "the same for every N")(
       "no-fold", po::bool_switch(&t.no_fold),
       "with --model: simulate every data-parallel replica (by default one stands for all, "
       "which gives the same step time)");
@@ -112,6 +116,7 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.method = m;
   o.budget = t.budget;
   o.seed = t.seed;
+  o.jobs = t.jobs;
   if (t.lagom_subspace == "nccl") {
     o.lagom_subspace = search::LagomSubspace::kNccl;
   } else if (t.lagom_subspace == "best") {

@@ -33,6 +33,7 @@ struct TuneOptions {
   std::int64_t budget = 0;
   std::uint64_t seed = 1;
   bool no_fold = false;
+  int jobs = 1;  // -j: threads for a round's independent candidates
 };
 
 search::SpaceOptions space_options(const TuneOptions& t);

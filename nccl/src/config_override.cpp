@@ -43,7 +43,7 @@ CommConfig resolve_config(const Tables& tables, CollKind kind, std::int64_t byte
         const Protocol p = pin.proto.value_or(Protocol::kSimple);
         constexpr std::int64_t kAnyGrain = 7680;  // a multiple of every protocol's grain
         auto why =
-            why_illegal(tables.comm, kind, CommConfig{a, p, cfg.transport, 1, 512, kAnyGrain});
+            why_illegal(tables, kind, CommConfig{a, p, cfg.transport, 1, 512, kAnyGrain});
         throw Error(why ? *why
                         : fmt::format("{} with {}{}{} is disabled on this communicator",
                                       to_string(kind), pin.algo ? to_string(*pin.algo) : "",
@@ -72,7 +72,7 @@ CommConfig resolve_config(const Tables& tables, CollKind kind, std::int64_t byte
   if (pin.chunk_bytes > 0) {
     cfg.chunk_bytes = pin.chunk_bytes;
   }
-  if (auto why = why_illegal(tables.comm, kind, cfg)) {
+  if (auto why = why_illegal(tables, kind, cfg)) {
     throw Error(*why);
   }
   return cfg;

@@ -19,9 +19,11 @@ namespace lagom::nccl {
 
 using namespace internal;  // NOLINT(google-build-using-namespace): this module's own rules
 
-std::optional<std::string> why_illegal(const CommInfo& info, CollKind coll,
-                                       const CommConfig& config) {
-  const CommInfo c = resolve_comm_info(info);
+namespace {
+
+// `c` resolved; `tables` its tuning tables, or nullptr to compute them when needed.
+std::optional<std::string> why_illegal_on(const CommInfo& c, const Tables* tables, CollKind coll,
+                                          const CommConfig& config) {
   const Algorithm a = config.algo;
   const Protocol p = config.proto;
   const std::string what = fmt::format("{}/{} for {}", to_string(a), to_string(p), to_string(coll));
@@ -134,12 +136,23 @@ std::optional<std::string> why_illegal(const CommInfo& info, CollKind coll,
         what, c.env.ll128_c2c && c.compcap >= 90 ? "PXN" : "PXB");
   }
   // Remaining NCCL_ALGO/NCCL_PROTO exclusions and zero-bandwidth entries.
-  const Tables t = tune_model(c);
-  if (c.nranks > 1 && t.bandwidth(coll, a, p) == 0) {
+  if (c.nranks > 1 && (tables != nullptr ? *tables : tune_model(c)).bandwidth(coll, a, p) == 0) {
     return fmt::format("{}: disabled on this communicator (zero bandwidth in NCCL's model{})", what,
                        c.env.algo.empty() && c.env.proto.empty() ? "" : ", NCCL_ALGO/NCCL_PROTO");
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> why_illegal(const CommInfo& info, CollKind coll,
+                                       const CommConfig& config) {
+  return why_illegal_on(resolve_comm_info(info), nullptr, coll, config);
+}
+
+std::optional<std::string> why_illegal(const Tables& tables, CollKind coll,
+                                       const CommConfig& config) {
+  return why_illegal_on(tables.comm, &tables, coll, config);
 }
 
 }  // namespace lagom::nccl

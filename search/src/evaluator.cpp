@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "lagom/common/error.hpp"
@@ -21,7 +25,7 @@ bool restrict_to(Subspace& s, const nccl::Tables& t, nccl::CollKind coll, std::i
   if (nccl::is_tuned(coll) && nccl::algo_time_us(t, coll, s.algo, s.proto, bytes) < 0) {
     return false;
   }
-  auto ok = [&](const nccl::CommConfig& c) { return !nccl::why_illegal(t.comm, coll, c); };
+  auto ok = [&](const nccl::CommConfig& c) { return !nccl::why_illegal(t, coll, c); };
   nccl::CommConfig base = s.nccl;
   std::erase_if(s.channels, [&](int v) {
     nccl::CommConfig c = base;
@@ -41,19 +45,43 @@ bool restrict_to(Subspace& s, const nccl::Tables& t, nccl::CollKind coll, std::i
   return s.size() > 0;
 }
 
+// Evaluations the evaluator keeps for repeats: a search's walk revisits a handful, and
+// `lagom compare` re-evaluates NCCL's choice per method; a random or exhaustive search, which
+// does not repeat, stops filling it.
+constexpr std::size_t kMemo = 4096;
+
 }  // namespace
+
+// One simulation and the overrides it runs with: the evaluator's own, or one per extra thread.
+struct Evaluator::Worker final : sim::ConfigSource {
+  std::unique_ptr<sim::Simulation> sim;
+  const std::vector<std::int32_t>* class_of_op = nullptr;
+  std::vector<nccl::ConfigOverride> current;
+  std::vector<char> active;
+
+  const nccl::ConfigOverride* override_for(traces::OpId op) const override {
+    const std::int32_t j = (*class_of_op)[op];
+    if (j < 0 || active[static_cast<std::size_t>(j)] == 0) {
+      return nullptr;
+    }
+    return &current[static_cast<std::size_t>(j)];
+  }
+};
 
 Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
                      const hardware::HardwareProfile& profile, SpaceOptions space, bool contention)
-    : w_(w),
-      space_(space),
-      sim_(std::make_unique<sim::Simulation>(w, cluster, profile,
-                                             sim::SimulationOptions{contention, {}})),
-      cost_(sim_->cost()) {
-  const traces::ExecutionGraph& graph = sim_->graph();
+    : w_(w), space_(space) {
+  auto own = std::make_unique<Worker>();
+  own->sim = std::make_unique<sim::Simulation>(w, cluster, profile,
+                                               sim::SimulationOptions{contention, {}});
+  // Every evaluation runs the step again: the compute ops' times alone are computed once.
+  own->sim->mutable_cost()->memoize_alone();
+  cost_ = own->sim->cost();
+  workers_.push_back(std::move(own));
+  const traces::ExecutionGraph& graph = workers_.front()->sim->graph();
   class_of_op_.assign(w.op_count(), -1);
-  using Key = std::tuple<int, std::int64_t, int, int>;
-  std::map<Key, std::int32_t> index;
+  using ClassKey = std::tuple<int, std::int64_t, int, int>;
+  std::map<ClassKey, std::int32_t> index;
   std::vector<std::set<const nccl::Tables*>> tables;
   // A folded step's replica count: the most GPUs a communicator spans per rank it holds.
   std::int64_t folded = 1;
@@ -71,7 +99,7 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
       continue;
     }
     const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
-    const Key key{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
+    const ClassKey key{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
     auto [it, fresh] = index.emplace(key, static_cast<std::int32_t>(classes_.size()));
     if (fresh) {
       CollClass c;
@@ -118,12 +146,21 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
                               nccl::to_string(c.coll), c.bytes, c.nranks));
     }
   }
-  current_.resize(classes_.size());
-  active_.assign(classes_.size(), false);
-  sim_->set_config_source(this);
+  Worker& mine = *workers_.front();
+  mine.class_of_op = &class_of_op_;
+  mine.current.resize(classes_.size());
+  mine.active.assign(classes_.size(), 0);
+  mine.sim->set_config_source(&mine);
 }
 
 Evaluator::~Evaluator() = default;
+
+void Evaluator::set_jobs(int jobs) {
+  if (jobs < 1) {
+    throw Error(fmt::format("jobs: {} threads; at least 1", jobs));
+  }
+  jobs_ = jobs;
+}
 
 nccl::ConfigOverride Evaluator::override_of(const nccl::CommConfig& c) const {
   // With Resources::kNccl threads and chunk are NCCL's for the pinned algorithm, protocol and
@@ -141,28 +178,119 @@ nccl::CommConfig Evaluator::applied(std::size_t j, const nccl::CommConfig& c) co
                               override_of(c));
 }
 
-const nccl::ConfigOverride* Evaluator::override_for(traces::OpId op) const {
-  const std::int32_t j = class_of_op_[op];
-  if (j < 0 || !active_[static_cast<std::size_t>(j)]) {
-    return nullptr;
-  }
-  return &current_[static_cast<std::size_t>(j)];
-}
-
-Evaluation Evaluator::evaluate(std::span<const std::optional<nccl::CommConfig>> configs) {
+Evaluator::Key Evaluator::key_of(std::span<const std::optional<nccl::CommConfig>> configs) const {
   if (configs.size() != classes_.size()) {
     throw Error(fmt::format("internal: {} configurations for {} collective classes", configs.size(),
                             classes_.size()));
   }
-  for (std::size_t j = 0; j < classes_.size(); ++j) {
-    active_[j] = configs[j].has_value();
-    if (configs[j]) {
-      current_[j] = override_of(*configs[j]);
+  Key key;
+  key.reserve(configs.size() * 5);
+  for (const std::optional<nccl::CommConfig>& c : configs) {
+    if (!c) {
+      key.push_back(-1);
+      continue;
+    }
+    const nccl::ConfigOverride o = override_of(*c);
+    key.insert(key.end(), {static_cast<std::int64_t>(o.algo ? static_cast<int>(*o.algo) : -1),
+                           static_cast<std::int64_t>(o.proto ? static_cast<int>(*o.proto) : -1),
+                           o.nchannels, o.nthreads, o.chunk_bytes});
+  }
+  return key;
+}
+
+Evaluation Evaluator::evaluate(std::span<const std::optional<nccl::CommConfig>> configs) {
+  const std::vector<std::optional<nccl::CommConfig>> one(configs.begin(), configs.end());
+  return evaluate_all(std::span(&one, 1)).front();
+}
+
+std::vector<Evaluation> Evaluator::evaluate_all(
+    std::span<const std::vector<std::optional<nccl::CommConfig>>> batch) {
+  const std::size_t n = batch.size();
+  std::vector<Evaluation> out(n);
+  std::vector<Key> keys(n);
+  std::vector<std::size_t> todo;                   // first candidates of keys not kept
+  std::vector<std::size_t> same(n, n);             // a repeat within the batch: its first
+  std::map<Key, std::size_t> first;
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = key_of(batch[i]);
+    if (auto m = memo_.find(keys[i]); m != memo_.end()) {
+      out[i] = m->second;
+    } else if (auto f = first.find(keys[i]); f != first.end()) {
+      same[i] = f->second;
+    } else {
+      first.emplace(keys[i], i);
+      todo.push_back(i);
     }
   }
-  ++evaluations_;
-  const sim::SimResult r = sim_->run();
+  evaluations_ += static_cast<std::int64_t>(n);
+  const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(jobs_), todo.size());
+  while (workers_.size() < threads) {
+    auto w = std::make_unique<Worker>();
+    w->sim = workers_.front()->sim->sibling();
+    w->class_of_op = &class_of_op_;
+    w->current.resize(classes_.size());
+    w->active.assign(classes_.size(), 0);
+    w->sim->set_config_source(w.get());
+    workers_.push_back(std::move(w));
+  }
+  if (threads <= 1) {
+    for (std::size_t i : todo) {
+      out[i] = run_on(*workers_.front(), batch[i]);
+    }
+  } else {
+    // Each thread takes the next candidate; a result lands at its candidate's index, so which
+    // thread ran it does not matter.
+    std::atomic<std::size_t> next{0};
+    std::vector<std::exception_ptr> errors(todo.size());
+    auto work = [&](Worker& worker) {
+      for (std::size_t k = next++; k < todo.size(); k = next++) {
+        try {
+          out[todo[k]] = run_on(worker, batch[todo[k]]);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) {
+      pool.emplace_back(work, std::ref(*workers_[t]));
+    }
+    work(*workers_.front());
+    for (std::thread& t : pool) {
+      t.join();
+    }
+    for (const std::exception_ptr& e : errors) {
+      if (e) {
+        std::rethrow_exception(e);
+      }
+    }
+  }
+  simulations_ += static_cast<std::int64_t>(todo.size());
+  for (std::size_t i : todo) {
+    if (memo_.size() < kMemo) {
+      memo_.emplace(keys[i], out[i]);
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (same[i] < n) {
+      out[i] = out[same[i]];
+    }
+  }
+  return out;
+}
 
+Evaluation Evaluator::run_on(Worker& worker,
+                             std::span<const std::optional<nccl::CommConfig>> configs) const {
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    worker.active[j] = configs[j].has_value() ? 1 : 0;
+    if (configs[j]) {
+      worker.current[j] = override_of(*configs[j]);
+    }
+  }
+  return measure(worker.sim->run());
+}
+
+Evaluation Evaluator::measure(const sim::SimResult& r) const {
   Evaluation e;
   e.step_time = r.step_time;
   const std::size_t n = classes_.size();

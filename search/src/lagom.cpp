@@ -67,17 +67,25 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
   const std::size_t n = ws.size();
   const std::size_t rounds = subspace_rounds(run);
   std::vector<double> best(n, kInf);
-  for (std::size_t r = 0; r < rounds && rounds > 1 && !run.spent(1000); ++r) {
+  if (rounds <= 1) {
+    return;
+  }
+  // One probe per subspace index, as many as the budget leaves (all independent).
+  std::vector<Configs> probes;
+  for (std::size_t r = 0; r < rounds && static_cast<std::int64_t>(r) < run.room(1000); ++r) {
     Configs probe(n);
     for (std::size_t j = 0; j < n; ++j) {
       if (r < run.classes()[j].subspaces.size()) {
         probe[j] = config_of(run.classes()[j], nccl_point(run.classes()[j], static_cast<int>(r)));
       }
     }
-    const Evaluation e = run.evaluate(probe);
+    probes.push_back(std::move(probe));
+  }
+  const std::vector<Evaluation> es = run.evaluate_all(probes);
+  for (std::size_t r = 0; r < es.size(); ++r) {
     for (std::size_t j = 0; j < n; ++j) {
-      if (r < run.classes()[j].subspaces.size() && e.comm_us[j] < best[j]) {
-        best[j] = e.comm_us[j];
+      if (r < run.classes()[j].subspaces.size() && es[r].comm_us[j] < best[j]) {
+        best[j] = es[r].comm_us[j];
         ws[j].sub = static_cast<int>(r);
       }
     }
@@ -155,34 +163,46 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
     std::optional<Try> best;
     bool any_move = false;
     bool guarded_only = false;  // some move was faster and only the step guard refused it
-    // Simulates moving class j to `next` (axis `axis`, -1 for all) and keeps it in `best` when
-    // it shortens the class's communication by more than min_gain without lengthening the step,
-    // and beats the moves tried before on step time.
-    const auto try_move = [&](const std::array<int, 3>& next, int axis) {
-      if (next == w.idx || run.spent(1000)) {
+    // Simulates moving class j to each of `moves` (index and axis, -1 for all; independent
+    // candidates, so simulated together) and keeps in `best` the one that shortens the class's
+    // communication by more than min_gain without lengthening the step and beats the moves tried
+    // before it on step time.
+    const auto try_moves = [&](std::vector<std::pair<std::array<int, 3>, int>> moves) {
+      std::erase_if(moves, [&](const auto& m) { return m.first == w.idx; });
+      moves.resize(std::min<std::size_t>(moves.size(), static_cast<std::size_t>(run.room(1000))));
+      if (moves.empty()) {
         return;
       }
       any_move = true;
-      cfg[j] = config_of(c, Point{w.sub, next});
-      Evaluation e = run.evaluate(cfg);
-      const bool faster = e.comm_us[j] < x * (1 - o.lagom_min_gain);
-      const bool guarded = o.lagom_step_guard && e.step_time > accepted.step_time;
-      guarded_only = guarded_only || (faster && guarded);
-      if (faster && !guarded &&
-          (!best || e.step_time < best->e.step_time ||
-           (e.step_time == best->e.step_time && e.comm_us[j] < best->e.comm_us[j]))) {
-        best = Try{next, axis, std::move(e)};
+      std::vector<Configs> batch;
+      for (const auto& [next, axis] : moves) {
+        cfg[j] = config_of(c, Point{w.sub, next});
+        batch.push_back(cfg);
+      }
+      std::vector<Evaluation> es = run.evaluate_all(batch);
+      for (std::size_t k = 0; k < moves.size(); ++k) {
+        Evaluation& e = es[k];
+        const bool faster = e.comm_us[j] < x * (1 - o.lagom_min_gain);
+        const bool guarded = o.lagom_step_guard && e.step_time > accepted.step_time;
+        guarded_only = guarded_only || (faster && guarded);
+        if (faster && !guarded &&
+            (!best || e.step_time < best->e.step_time ||
+             (e.step_time == best->e.step_time && e.comm_us[j] < best->e.comm_us[j]))) {
+          best = Try{moves[k].first, moves[k].second, std::move(e)};
+        }
       }
     };
     const bool per_axis = o.lagom_walk == LagomWalk::kPerAxis;
     if (per_axis) {
+      std::vector<std::pair<std::array<int, 3>, int>> moves;
       for (int a = 0; a < 3; ++a) {
         const std::size_t ua = static_cast<std::size_t>(a);
         std::array<int, 3> next = w.idx;
         next[ua] =
             std::min(axis_size(s, a) - 1, w.idx[ua] + step_points(o, w.lr[ua], axis_size(s, a)));
-        try_move(next, a);
+        moves.emplace_back(next, a);
       }
+      try_moves(std::move(moves));
     }
     // Every axis at once: the lock-step walk's only move; the per-axis walk's last resort when
     // no axis alone gains (a plateau that only a joint move leaves).
@@ -196,7 +216,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
         moved += next[ua] != w.idx[ua] ? 1 : 0;
       }
       if (!per_axis || moved > 1) {
-        try_move(next, -1);
+        try_moves({{next, -1}});
       }
     }
     if (!any_move) {

@@ -29,6 +29,12 @@ std::vector<std::vector<Point>> all_points(const std::vector<CollClass>& classes
   return pts;
 }
 
+// Candidates an oracle simulates at once: enough to keep every thread busy, few enough that an
+// interrupt is seen soon.
+std::int64_t batch_size(const SearchRun& run) {
+  return 8 * static_cast<std::int64_t>(run.jobs());
+}
+
 }  // namespace
 
 Configs exhaustive(SearchRun& run) {
@@ -46,18 +52,22 @@ Configs exhaustive(SearchRun& run) {
         size, pts.size(), limit));
   }
   std::vector<std::size_t> digit(pts.size(), 0);
-  while (true) {
+  std::vector<Configs> batch;
+  bool more = true;
+  while (more) {
     Configs cfg(run.classes().size());
     for (std::size_t j = 0; j < pts.size(); ++j) {
       cfg[j] = config_of(run.classes()[j], pts[j][digit[j]]);
     }
-    run.keep_best(cfg);
+    batch.push_back(std::move(cfg));
     std::size_t j = 0;
     while (j < pts.size() && ++digit[j] == pts[j].size()) {
       digit[j++] = 0;
     }
-    if (j == pts.size()) {
-      break;
+    more = j < pts.size();
+    if (!more || static_cast<std::int64_t>(batch.size()) >= batch_size(run)) {
+      run.keep_best(batch);
+      batch.clear();
     }
   }
   return run.best_configs();
@@ -66,12 +76,18 @@ Configs exhaustive(SearchRun& run) {
 Configs random(SearchRun& run) {
   const auto pts = all_points(run.classes());
   std::mt19937_64 rng(run.options().seed);
+  // Drawn in the same order whatever the batch: the candidates do not depend on the results.
   while (!run.oracle_spent(200)) {
-    Configs cfg(run.classes().size());
-    for (std::size_t j = 0; j < pts.size(); ++j) {
-      cfg[j] = config_of(run.classes()[j], pts[j][rng() % pts[j].size()]);
+    std::vector<Configs> batch;
+    const std::int64_t take = std::min(run.oracle_room(200), batch_size(run));
+    for (std::int64_t k = 0; k < take; ++k) {
+      Configs cfg(run.classes().size());
+      for (std::size_t j = 0; j < pts.size(); ++j) {
+        cfg[j] = config_of(run.classes()[j], pts[j][rng() % pts[j].size()]);
+      }
+      batch.push_back(std::move(cfg));
     }
-    run.keep_best(cfg);
+    run.keep_best(batch);
   }
   return run.best_configs();
 }

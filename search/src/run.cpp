@@ -8,18 +8,32 @@
 namespace lagom::search::internal {
 
 Evaluation SearchRun::evaluate(const Configs& configs) {
+  return evaluate_all({configs}).front();
+}
+
+std::vector<Evaluation> SearchRun::evaluate_all(const std::vector<Configs>& batch) {
   const bool first = evaluations_ == 0;  // NCCL's: nothing to keep before it
   if (!first && interrupt_requested()) {
     throw Stop{};
   }
+  std::vector<Evaluation> out;
   try {
-    last_ = eval_.evaluate(configs);
+    out = eval_.evaluate_all(batch);
   } catch (const Interrupted&) {
     if (first) {
       throw;
     }
     throw Stop{};
   }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    record(batch[i], out[i]);
+  }
+  return out;
+}
+
+void SearchRun::record(const Configs& configs, const Evaluation& e) {
+  const bool first = evaluations_ == 0;
+  last_ = e;
   last_configs_ = configs;
   ++evaluations_;
   if (first || last_.step_time < fastest_.step_time) {
@@ -33,14 +47,15 @@ Evaluation SearchRun::evaluate(const Configs& configs) {
       o_.progress(evaluations_, std::chrono::duration<double>(now - start_).count());
     }
   }
-  return last_;
 }
 
-void SearchRun::keep_best(const Configs& cfg) {
-  const Evaluation e = evaluate(cfg);
-  if (e.step_time < best_.step_time) {
-    best_configs_ = cfg;
-    best_ = e;
+void SearchRun::keep_best(const std::vector<Configs>& batch) {
+  const std::vector<Evaluation> es = evaluate_all(batch);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (es[i].step_time < best_.step_time) {
+      best_configs_ = batch[i];
+      best_ = es[i];
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 // table dispatches to them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <compare>
@@ -86,18 +87,31 @@ class SearchRun {
 
   const std::vector<CollClass>& classes() const { return classes_; }
   const SearchOptions& options() const { return o_; }
+  int jobs() const { return eval_.jobs(); }
   // NCCL's own choice, evaluated first.
   const Evaluation& nccl_evaluation() const { return nccl_eval_; }
 
   // Simulates `configs` (one evaluation).
   Evaluation evaluate(const Configs& configs);
+  // Simulates independent candidates (one evaluation each) on the evaluator's threads; the
+  // results, and what is kept of them, are as if evaluate() had been called on each in order.
+  std::vector<Evaluation> evaluate_all(const std::vector<Configs>& batch);
+  // Walks: how many more evaluations fit before the final check of the plan (spent() after
+  // that many). Oracles: oracle_room.
+  std::int64_t room(std::int64_t fallback) const {
+    return std::max<std::int64_t>(0, budget(fallback) - 1 - evaluations_);
+  }
+  std::int64_t oracle_room(std::int64_t fallback) const {
+    return std::max<std::int64_t>(0, budget(fallback) - evaluations_);
+  }
   std::int64_t budget(std::int64_t fallback) const { return o_.budget > 0 ? o_.budget : fallback; }
   // Walks (autoccl, lagom): whether the next evaluation would leave none for the final check of
   // the plan they end on. Oracles (exhaustive, random) keep their best evaluation and need none.
   bool spent(std::int64_t fallback) const { return evaluations_ + 1 >= budget(fallback); }
   bool oracle_spent(std::int64_t fallback) const { return evaluations_ >= budget(fallback); }
-  // Oracles: simulates `cfg` and keeps it when its step beats the best so far (NCCL's at first).
-  void keep_best(const Configs& cfg);
+  // Oracles: simulates each candidate and keeps the first whose step beats the best so far
+  // (NCCL's at first).
+  void keep_best(const std::vector<Configs>& batch);
   // A walk's last accepted plan and its evaluation (so that the final check can reuse it).
   void set_best(const Configs& cfg, const Evaluation& e) {
     best_configs_ = cfg;
@@ -128,6 +142,9 @@ class SearchRun {
   std::int64_t evaluations_ = 0;
   std::chrono::steady_clock::time_point start_;        // of run()
   std::chrono::steady_clock::time_point last_report_;  // progress
+
+  // evaluate() and evaluate_all()'s bookkeeping of one result, in candidate order.
+  void record(const Configs& configs, const Evaluation& e);
 };
 
 // The methods (docs/search.md).

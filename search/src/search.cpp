@@ -64,6 +64,7 @@ std::optional<Method> parse_method(std::string_view text) {
 
 SearchResult run_search(Evaluator& eval, const SearchOptions& options) {
   const MethodEntry& e = entry(options.method);
+  eval.set_jobs(options.jobs);
   return SearchRun(eval, options).run(e.method, e.walk, e.never_slower);
 }
 

@@ -26,7 +26,7 @@ constexpr Algorithm kAlgorithms[] = {
 constexpr Protocol kProtocols[] = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
 bool legal(const nccl::Tables& t, CollKind coll, const CommConfig& c) {
-  return !nccl::why_illegal(t.comm, coll, c).has_value();
+  return !nccl::why_illegal(t, coll, c).has_value();
 }
 
 // The grid of one subspace around NCCL's own configuration `base` for it.

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "lagom/common/error.hpp"
 #include "lagom/nccl/config_override.hpp"
@@ -65,7 +67,7 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
     }
   }
   auto make = [&](std::vector<int> ranks) {
-    auto c = std::make_unique<Communicator>();
+    auto c = std::make_shared<Communicator>();
     c->info = topologies::describe_communicator(cluster, ranks);
     c->nccl = nccl_comm_info(cluster, c->info);
     c->tables = nccl::tune_model(c->nccl);
@@ -103,6 +105,46 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
 }
 
 ModelCost::~ModelCost() = default;
+
+std::unique_ptr<ModelCost> ModelCost::sibling() const {
+  std::unique_ptr<ModelCost> c(new ModelCost(*this));
+  c->source_ = nullptr;
+  return c;
+}
+
+void ModelCost::memoize_alone() {
+  if (alone_memo_) {
+    return;
+  }
+  auto memo = std::make_shared<std::vector<double>>(w_.op_count(),
+                                                    std::numeric_limits<double>::quiet_NaN());
+  for (traces::OpId op = 0; op < w_.op_count(); ++op) {
+    if (w_.kind(op) == traces::OpKind::kCompute &&
+        (w_.compute_shape(op) != nullptr || w_.bytes(op) != 0)) {
+      (*memo)[op] = compute_alone_us(op);
+    }
+  }
+  alone_memo_ = std::move(memo);
+}
+
+double ModelCost::compute_alone_us(traces::OpId op) const {
+  if (alone_memo_) {
+    const double t = (*alone_memo_)[op];
+    if (!std::isnan(t)) {
+      return t;
+    }
+  }
+  const traces::ComputeShape* shape = w_.compute_shape(op);
+  if (shape == nullptr && w_.bytes(op) == 0) {
+    throw Error(
+        fmt::format("{} has no 'duration_us' and nothing to model it from: give "
+                    "'duration_us', or its work ('flops', 'bytes', and where known "
+                    "'blocks', 'blocks_per_sm', 'class')",
+                    w_.describe(op)));
+  }
+  return compute_.alone(shape ? *shape : traces::ComputeShape{}, static_cast<double>(w_.bytes(op)))
+      .time_us;
+}
 
 const ModelCost::Communicator& ModelCost::communicator_of(traces::OpId op) const {
   if (w_.group(op) != traces::kNoGroup) {
@@ -190,20 +232,8 @@ double ModelCost::slowdown(traces::OpId op) const {
 
 Time ModelCost::model_time(traces::OpId op) const {
   switch (w_.kind(op)) {
-    case traces::OpKind::kCompute: {
-      const traces::ComputeShape* shape = w_.compute_shape(op);
-      if (shape == nullptr && w_.bytes(op) == 0) {
-        throw Error(
-            fmt::format("{} has no 'duration_us' and nothing to model it from: give "
-                        "'duration_us', or its work ('flops', 'bytes', and where known "
-                        "'blocks', 'blocks_per_sm', 'class')",
-                        w_.describe(op)));
-      }
-      return Time::from_us(
-          compute_.alone(shape ? *shape : traces::ComputeShape{}, static_cast<double>(w_.bytes(op)))
-              .time_us *
-          slowdown(op));
-    }
+    case traces::OpKind::kCompute:
+      return Time::from_us(compute_alone_us(op) * slowdown(op));
     case traces::OpKind::kMemcpy:
       return Time::from_us(
           2.0 * static_cast<double>(w_.bytes(op)) /

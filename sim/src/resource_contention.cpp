@@ -355,7 +355,7 @@ void ResourceContention::started(const Activity& a) {
     run.bytes = static_cast<double>(w.bytes(a.subject));
     run.duration_only = shape == nullptr && run.bytes == 0;
     if (!run.duration_only) {
-      run.alone_model_us = cm.alone(run.shape, run.bytes).time_us;
+      run.alone_model_us = models_.compute_alone_us(a.subject);
       run.alone_us = models_.alone_us(a.subject);
     }
     run.flow = kNoFlow;

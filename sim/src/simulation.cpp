@@ -25,7 +25,19 @@ auto named(const std::string& source, F&& f) {
 }  // namespace
 
 Simulation::Simulation(const traces::Workload& w, SimulationOptions options)
-    : w_(w), options_(std::move(options)), graph_(traces::analyze(w, options_.source)) {}
+    : w_(w),
+      options_(std::move(options)),
+      graph_(std::make_shared<const traces::ExecutionGraph>(traces::analyze(w, options_.source))) {}
+
+Simulation::Simulation(const Simulation& base, Share)
+    : w_(base.w_),
+      options_(base.options_),
+      graph_(base.graph_),
+      cost_(base.cost_ ? base.cost_->sibling() : nullptr) {}
+
+std::unique_ptr<Simulation> Simulation::sibling() const {
+  return std::unique_ptr<Simulation>(new Simulation(*this, Share{}));
+}
 
 Simulation::Simulation(const traces::Workload& w, const topologies::Cluster& cluster,
                        const hardware::HardwareProfile& profile, SimulationOptions options)
@@ -47,7 +59,7 @@ SimResult Simulation::run() {
   if (cost_ && options_.contention) {
     contention = std::make_unique<ResourceContention>(*cost_);
   }
-  Engine engine(w_, graph_, SimOptions{cost_.get(), contention.get()});
+  Engine engine(w_, *graph_, SimOptions{cost_.get(), contention.get()});
   for (SimObserver* o : observers_) {
     engine.add_observer(o);
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -51,13 +52,18 @@ struct Evaluation {
   double compute_us = 0;  // every compute op's running time, all ranks
 };
 
-class Evaluator final : private sim::ConfigSource {
+// Evaluations are deterministic, so the evaluator keeps them: a candidate evaluated before (NCCL's
+// own choice, which every method of `lagom compare` starts from; a walk's return to a point) is
+// looked up, not simulated again. A batch of independent candidates (evaluate_all) runs on up to
+// jobs() threads, each on its own simulation sharing the step's execution graph and the models'
+// read-only state; results are the same, in the same order, for every thread count.
+class Evaluator final {
  public:
   // The workload, cluster and profile must outlive the evaluator. Throws lagom::Error as
   // ModelCost does (workload larger than the cluster, illegal pinned configs).
   Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
             const hardware::HardwareProfile& profile, SpaceOptions space, bool contention = true);
-  ~Evaluator() override;
+  ~Evaluator();
 
   const std::vector<CollClass>& classes() const { return classes_; }
   const SpaceOptions& space() const { return space_; }
@@ -66,25 +72,43 @@ class Evaluator final : private sim::ConfigSource {
   // Simulates the step with `configs[j]` for class j (nullopt: NCCL's own choice). Counts one
   // evaluation.
   Evaluation evaluate(std::span<const std::optional<nccl::CommConfig>> configs);
+  // evaluate() of every candidate of `batch`, on up to jobs() threads; the results in the batch's
+  // order. The first error (in batch order) is rethrown after every thread has stopped.
+  std::vector<Evaluation> evaluate_all(
+      std::span<const std::vector<std::optional<nccl::CommConfig>>> batch);
+  // Candidates evaluated (a repeat counts: a real cluster would run that iteration again).
   std::int64_t evaluations() const { return evaluations_; }
+  // Of those, the ones simulated (the rest were evaluated before and looked up).
+  std::int64_t simulations() const { return simulations_; }
+
+  // Threads evaluate_all may use (1 by default). Each beyond the first holds a simulation of its
+  // own (the per-run state: events, flows, per-op times), made when first needed.
+  void set_jobs(int jobs);
+  int jobs() const { return jobs_; }
 
   // What class j runs when given `c`: with Resources::kNccl only its algorithm, protocol and
   // channels are pinned and NCCL derives the threads and chunk (as a plan's replay and NCCL do).
   nccl::CommConfig applied(std::size_t j, const nccl::CommConfig& c) const;
 
  private:
-  const nccl::ConfigOverride* override_for(traces::OpId op) const override;
+  struct Worker;
+  using Key = std::vector<std::int64_t>;
   nccl::ConfigOverride override_of(const nccl::CommConfig& c) const;
+  // What a candidate runs as (the overrides it applies): equal keys give equal evaluations.
+  Key key_of(std::span<const std::optional<nccl::CommConfig>> configs) const;
+  Evaluation run_on(Worker& worker, std::span<const std::optional<nccl::CommConfig>> configs) const;
+  Evaluation measure(const sim::SimResult& r) const;
 
   const traces::Workload& w_;
   SpaceOptions space_;
-  std::unique_ptr<sim::Simulation> sim_;
-  const sim::ModelCost* cost_;  // sim_'s
+  std::vector<std::unique_ptr<Worker>> workers_;  // [0]: the evaluator's own simulation
+  const sim::ModelCost* cost_;                    // workers_[0]'s
   std::vector<CollClass> classes_;
   std::vector<std::int32_t> class_of_op_;  // -1: not tunable
-  std::vector<nccl::ConfigOverride> current_;
-  std::vector<bool> active_;
+  std::map<Key, Evaluation> memo_;         // at most kMemo entries
+  int jobs_ = 1;
   std::int64_t evaluations_ = 0;
+  std::int64_t simulations_ = 0;
 };
 
 }  // namespace lagom::search

@@ -95,6 +95,10 @@ struct SearchOptions {
   // (lagom tune, which writes it), or throw lagom::Interrupted (every other caller, whose
   // numbers would be partial).
   bool keep_on_interrupt = false;
+  // Threads that simulate a round's independent candidates (Evaluator::set_jobs): Lagom's
+  // per-axis tries and subspace probes, the oracles' draws. AutoCCL's rounds depend each on the
+  // last and run one at a time. Plans, times and evaluation counts are the same for every value.
+  int jobs = 1;
 };
 
 struct ClassChoice {

@@ -47,6 +47,20 @@ class ModelCost final : public CostModel {
   ModelCost(const topologies::Cluster& cluster, const hardware::HardwareProfile& profile,
             const traces::Workload& w);
   ~ModelCost() override;
+  ModelCost& operator=(const ModelCost&) = delete;
+
+  // A second ModelCost over the same workload, cluster and profile for a simulation running
+  // beside this one (a parallel search): it shares the communicators (their NCCL tables and
+  // collective models, read-only) and the standalone memo, and has no config source yet.
+  std::unique_ptr<ModelCost> sibling() const;
+  // Computes every compute op's standalone time once, so that every later run (and every
+  // sibling made after this) looks it up instead of re-running the compute model three times
+  // per op: a search simulates the same step hundreds of times and a compute op's time alone
+  // does not depend on NCCL's configuration. 8 bytes per op; a single simulation skips it.
+  void memoize_alone();
+  // The compute model's time for compute op `op` alone on a whole GPU, in microseconds, before
+  // any slow-GPU factor (lagom::Error for an op with neither shape nor bytes).
+  double compute_alone_us(traces::OpId op) const;
 
   std::string_view name() const override { return name_; }
   // The engine's question; `w` must be the workload this was built for.
@@ -81,6 +95,7 @@ class ModelCost final : public CostModel {
 
  private:
   struct Communicator;
+  ModelCost(const ModelCost&) = default;  // sibling()
   const Communicator& communicator_of(traces::OpId op) const;
   Time model_time(traces::OpId op) const;  // an op without duration_us, by the models
 
@@ -89,9 +104,12 @@ class ModelCost final : public CostModel {
   const hardware::HardwareProfile& profile_;
   ComputeModel compute_;
   std::string name_;
-  std::vector<std::unique_ptr<Communicator>> groups_;  // by GroupId
+  // Immutable once built, so siblings share them.
+  std::vector<std::shared_ptr<const Communicator>> groups_;  // by GroupId
   // Send/recv without a group: the two ranks, keyed by (low, high).
-  std::map<std::pair<int, int>, std::unique_ptr<Communicator>> pairs_;
+  std::map<std::pair<int, int>, std::shared_ptr<const Communicator>> pairs_;
+  // memoize_alone(): compute_alone_us by op (NaN for other ops); null until then.
+  std::shared_ptr<const std::vector<double>> alone_memo_;
   const ConfigSource* source_ = nullptr;
 };
 

@@ -47,9 +47,16 @@ class Simulation {
   Simulation& operator=(const Simulation&) = delete;
 
   const traces::Workload& workload() const { return w_; }
-  const traces::ExecutionGraph& graph() const { return graph_; }
+  const traces::ExecutionGraph& graph() const { return *graph_; }
   // The models (nullptr without a cluster).
   const ModelCost* cost() const { return cost_.get(); }
+  // The models, to tune them for repeated runs (ModelCost::memoize_alone); nullptr without a
+  // cluster.
+  ModelCost* mutable_cost() { return cost_.get(); }
+  // A simulation of the same workload on the same hardware that runs beside this one on another
+  // thread: it shares the execution graph and the models' read-only state (ModelCost::sibling),
+  // and has its own config source (none yet) and no observers. This one must outlive it.
+  std::unique_ptr<Simulation> sibling() const;
   // Per-op overrides of NCCL parameters (a plan); nullptr: none. Needs a cluster.
   void set_config_source(const ConfigSource* source);
   void add_observer(SimObserver* observer) { observers_.push_back(observer); }
@@ -66,9 +73,12 @@ class Simulation {
   std::string contention_model_name() const;
 
  private:
+  struct Share {};
+  Simulation(const Simulation& base, Share);
+
   const traces::Workload& w_;
   SimulationOptions options_;
-  traces::ExecutionGraph graph_;
+  std::shared_ptr<const traces::ExecutionGraph> graph_;  // immutable, shared with siblings
   std::unique_ptr<ModelCost> cost_;
   std::vector<SimObserver*> observers_;
   std::vector<std::string> warnings_;
