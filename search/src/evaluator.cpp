@@ -204,12 +204,13 @@ Evaluation Evaluator::evaluate(std::span<const std::optional<nccl::CommConfig>> 
 }
 
 std::vector<Evaluation> Evaluator::evaluate_all(
-    std::span<const std::vector<std::optional<nccl::CommConfig>>> batch) {
+    std::span<const std::vector<std::optional<nccl::CommConfig>>> batch,
+    std::span<const std::vector<std::optional<nccl::CommConfig>>> ahead) {
   const std::size_t n = batch.size();
   std::vector<Evaluation> out(n);
   std::vector<Key> keys(n);
-  std::vector<std::size_t> todo;                   // first candidates of keys not kept
-  std::vector<std::size_t> same(n, n);             // a repeat within the batch: its first
+  std::vector<std::size_t> todo;        // first candidates of keys not kept
+  std::vector<std::size_t> same(n, n);  // a repeat within the batch: its first
   std::map<Key, std::size_t> first;
   for (std::size_t i = 0; i < n; ++i) {
     keys[i] = key_of(batch[i]);
@@ -223,7 +224,33 @@ std::vector<Evaluation> Evaluator::evaluate_all(
     }
   }
   evaluations_ += static_cast<std::int64_t>(n);
-  const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(jobs_), todo.size());
+  // Look-ahead candidates fill the threads the batch leaves idle, never more.
+  std::vector<std::size_t> spare;  // into `ahead`
+  std::vector<Key> spare_keys;
+  for (std::size_t i = 0; !todo.empty() && i < ahead.size() &&
+                          todo.size() + spare.size() < static_cast<std::size_t>(jobs_);
+       ++i) {
+    Key k = key_of(ahead[i]);
+    if (memo_.count(k) == 0 && first.count(k) == 0 &&
+        std::find(spare_keys.begin(), spare_keys.end(), k) == spare_keys.end()) {
+      spare.push_back(i);
+      spare_keys.push_back(std::move(k));
+    }
+  }
+  const std::size_t tasks = todo.size() + spare.size();
+  std::vector<Evaluation> spare_out(spare.size());
+  std::vector<char> spare_ok(spare.size(), 0);
+  // Task t < todo.size() is a batch candidate, the rest look-ahead ones.
+  auto run_task = [&](Worker& worker, std::size_t t) {
+    if (t < todo.size()) {
+      out[todo[t]] = run_on(worker, batch[todo[t]]);
+    } else {
+      const std::size_t k = t - todo.size();
+      spare_out[k] = run_on(worker, ahead[spare[k]]);
+      spare_ok[k] = 1;
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(jobs_), tasks);
   while (workers_.size() < threads) {
     auto w = std::make_unique<Worker>();
     w->sim = workers_.front()->sim->sibling();
@@ -233,24 +260,22 @@ std::vector<Evaluation> Evaluator::evaluate_all(
     w->sim->set_config_source(w.get());
     workers_.push_back(std::move(w));
   }
-  if (threads <= 1) {
-    for (std::size_t i : todo) {
-      out[i] = run_on(*workers_.front(), batch[i]);
-    }
-  } else {
-    // Each thread takes the next candidate; a result lands at its candidate's index, so which
-    // thread ran it does not matter.
-    std::atomic<std::size_t> next{0};
-    std::vector<std::exception_ptr> errors(todo.size());
-    auto work = [&](Worker& worker) {
-      for (std::size_t k = next++; k < todo.size(); k = next++) {
-        try {
-          out[todo[k]] = run_on(worker, batch[todo[k]]);
-        } catch (...) {
-          errors[k] = std::current_exception();
-        }
+  std::vector<std::exception_ptr> errors(tasks);
+  // Each thread takes the next task; a result lands at its candidate's index, so which thread
+  // ran it does not matter.
+  std::atomic<std::size_t> next{0};
+  auto work = [&](Worker& worker) {
+    for (std::size_t t = next++; t < tasks; t = next++) {
+      try {
+        run_task(worker, t);
+      } catch (...) {
+        errors[t] = std::current_exception();
       }
-    };
+    }
+  };
+  if (threads <= 1) {
+    work(*workers_.front());
+  } else {
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t) {
       pool.emplace_back(work, std::ref(*workers_[t]));
@@ -259,16 +284,21 @@ std::vector<Evaluation> Evaluator::evaluate_all(
     for (std::thread& t : pool) {
       t.join();
     }
-    for (const std::exception_ptr& e : errors) {
-      if (e) {
-        std::rethrow_exception(e);
-      }
+  }
+  for (std::size_t t = 0; t < todo.size(); ++t) {
+    if (errors[t]) {
+      std::rethrow_exception(errors[t]);
     }
   }
-  simulations_ += static_cast<std::int64_t>(todo.size());
+  simulations_ += static_cast<std::int64_t>(tasks);
   for (std::size_t i : todo) {
     if (memo_.size() < kMemo) {
       memo_.emplace(keys[i], out[i]);
+    }
+  }
+  for (std::size_t k = 0; k < spare.size(); ++k) {
+    if (spare_ok[k] != 0 && memo_.size() < kMemo) {
+      memo_.emplace(std::move(spare_keys[k]), std::move(spare_out[k]));
     }
   }
   for (std::size_t i = 0; i < n; ++i) {

@@ -126,6 +126,42 @@ void unpark(std::vector<Walk>& ws) {
   }
 }
 
+// A move of one class: its grid indices and the axis moved (-1: every axis at once).
+using Move = std::pair<std::array<int, 3>, int>;
+
+// Every axis at once, each by its own step (lock-step: by the class's one step); `moved` counts
+// the axes that change.
+Move joint_move(const Walk& w, const Subspace& s, const SearchOptions& o, int& moved) {
+  const bool per_axis = o.lagom_walk == LagomWalk::kPerAxis;
+  std::array<int, 3> next = w.idx;
+  moved = 0;
+  for (int a = 0; a < 3; ++a) {
+    const std::size_t ua = static_cast<std::size_t>(a);
+    next[ua] = std::min(axis_size(s, a) - 1,
+                        w.idx[ua] + step_points(o, w.lr[per_axis ? ua : 0], axis_size(s, a)));
+    moved += next[ua] != w.idx[ua] ? 1 : 0;
+  }
+  return {next, -1};
+}
+
+// The moves a class tries first: each axis's own step alone (per-axis walk) or the joint move
+// (lock-step).
+std::vector<Move> first_moves(const Walk& w, const Subspace& s, const SearchOptions& o) {
+  if (o.lagom_walk != LagomWalk::kPerAxis) {
+    int moved = 0;
+    return {joint_move(w, s, o, moved)};
+  }
+  std::vector<Move> moves;
+  for (int a = 0; a < 3; ++a) {
+    const std::size_t ua = static_cast<std::size_t>(a);
+    std::array<int, 3> next = w.idx;
+    next[ua] =
+        std::min(axis_size(s, a) - 1, w.idx[ua] + step_points(o, w.lr[ua], axis_size(s, a)));
+    moves.emplace_back(next, a);
+  }
+  return moves;
+}
+
 struct Try {
   std::array<int, 3> idx;
   int axis = -1;  // the axis moved (-1: all, lock-step)
@@ -140,35 +176,69 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
   Configs cfg(n);                               // NCCL's until a class is placed
   Evaluation accepted = run.nccl_evaluation();  // measurements under the accepted configurations
   std::size_t last = n - 1;
+  // Placement: every class in turn at minimum resources, each evaluation with the classes before
+  // it placed. What each places does not depend on the evaluations before it, so they are
+  // simulated together.
+  std::vector<Configs> placements;
+  for (std::size_t j = 0; j < n && static_cast<std::int64_t>(j) < run.room(1000); ++j) {
+    cfg[j] = config_of(run.classes()[j], Point{ws[j].sub, ws[j].idx});
+    placements.push_back(cfg);
+  }
+  for (std::size_t j = placements.size(); j < n; ++j) {
+    cfg[j].reset();  // not placed: the budget ran out
+  }
+  const std::vector<Evaluation> placed = run.evaluate_all(placements);
+  for (std::size_t j = 0; j < placed.size(); ++j) {
+    accepted = placed[j];
+    ws[j].placed = true;
+    ws[j].done = o.lagom_hidden_stop &&
+                 accepted.group_comm_us[j] < accepted.group_compute_us[j];  // condition 1
+    last = j;
+  }
+  unpark(ws);
   while (!run.spent(1000)) {
     const std::size_t j = next_class(ws, o.lagom_order, last);
-    if (j == n) {
-      break;
+    if (j == n || !ws[j].placed) {
+      break;  // every class moved as far as it goes, or the budget left some unplaced
     }
     last = j;
     Walk& w = ws[j];
     const CollClass& c = run.classes()[j];
     const Subspace& s = c.subspaces[static_cast<std::size_t>(w.sub)];
-    if (!w.placed) {
-      cfg[j] = config_of(c, Point{w.sub, w.idx});
-      accepted = run.evaluate(cfg);
-      w.placed = true;
-      w.done = o.lagom_hidden_stop &&
-               accepted.group_comm_us[j] < accepted.group_compute_us[j];  // condition 1
-      unpark(ws);
-      continue;
-    }
     const double x = accepted.comm_us[j];
     const std::optional<nccl::CommConfig> before = cfg[j];
     std::optional<Try> best;
     bool any_move = false;
     bool guarded_only = false;  // some move was faster and only the step guard refused it
-    // Simulates moving class j to each of `moves` (index and axis, -1 for all; independent
-    // candidates, so simulated together) and keeps in `best` the one that shortens the class's
-    // communication by more than min_gain without lengthening the step and beats the moves tried
-    // before it on step time.
-    const auto try_moves = [&](std::vector<std::pair<std::array<int, 3>, int>> moves) {
-      std::erase_if(moves, [&](const auto& m) { return m.first == w.idx; });
+    // What the walk simulates next if every move of class j in this round fails (j then parks
+    // or ends, and the next class makes its first moves from the configurations before): worth
+    // simulating on threads this round leaves idle, since the evaluator keeps the result.
+    const auto after_failure = [&]() {
+      std::vector<Configs> ahead;
+      std::vector<Walk> alt = ws;
+      alt[j].done = true;
+      const std::size_t k = next_class(alt, o.lagom_order, j);
+      if (k == n || !alt[k].placed) {
+        return ahead;
+      }
+      const CollClass& ck = run.classes()[k];
+      for (const auto& [next, axis] :
+           first_moves(alt[k], ck.subspaces[static_cast<std::size_t>(alt[k].sub)], o)) {
+        if (next != alt[k].idx) {
+          Configs a = cfg;
+          a[j] = before;
+          a[k] = config_of(ck, Point{alt[k].sub, next});
+          ahead.push_back(std::move(a));
+        }
+      }
+      return ahead;
+    };
+    // Simulates moving class j to each of `moves` (independent candidates, so simulated together)
+    // and keeps in `best` the one that shortens the class's communication by more than min_gain
+    // without lengthening the step and beats the moves tried before it on step time. `ahead`:
+    // the candidates the walk simulates next if none does.
+    const auto try_moves = [&](std::vector<Move> moves, std::vector<Configs> ahead) {
+      std::erase_if(moves, [&](const Move& m) { return m.first == w.idx; });
       moves.resize(std::min<std::size_t>(moves.size(), static_cast<std::size_t>(run.room(1000))));
       if (moves.empty()) {
         return;
@@ -179,7 +249,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
         cfg[j] = config_of(c, Point{w.sub, next});
         batch.push_back(cfg);
       }
-      std::vector<Evaluation> es = run.evaluate_all(batch);
+      std::vector<Evaluation> es = run.evaluate_all(batch, ahead);
       for (std::size_t k = 0; k < moves.size(); ++k) {
         Evaluation& e = es[k];
         const bool faster = e.comm_us[j] < x * (1 - o.lagom_min_gain);
@@ -192,32 +262,22 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
         }
       }
     };
-    const bool per_axis = o.lagom_walk == LagomWalk::kPerAxis;
-    if (per_axis) {
-      std::vector<std::pair<std::array<int, 3>, int>> moves;
-      for (int a = 0; a < 3; ++a) {
-        const std::size_t ua = static_cast<std::size_t>(a);
-        std::array<int, 3> next = w.idx;
-        next[ua] =
-            std::min(axis_size(s, a) - 1, w.idx[ua] + step_points(o, w.lr[ua], axis_size(s, a)));
-        moves.emplace_back(next, a);
-      }
-      try_moves(std::move(moves));
+    const bool speculate = run.jobs() > 1;
+    // The per-axis walk's last resort when no axis alone gains: every axis at once (a plateau
+    // that only a joint move leaves), when that moves more than one axis.
+    int moved = 0;
+    const Move joint = joint_move(w, s, o, moved);
+    const bool joint_next = o.lagom_walk == LagomWalk::kPerAxis && moved > 1;
+    std::vector<Configs> ahead;
+    if (speculate && joint_next) {
+      ahead.push_back(cfg);
+      ahead.back()[j] = config_of(c, Point{w.sub, joint.first});
+    } else if (speculate) {
+      ahead = after_failure();
     }
-    // Every axis at once: the lock-step walk's only move; the per-axis walk's last resort when
-    // no axis alone gains (a plateau that only a joint move leaves).
-    if (!best) {
-      std::array<int, 3> next = w.idx;
-      int moved = 0;
-      for (int a = 0; a < 3; ++a) {
-        const std::size_t ua = static_cast<std::size_t>(a);
-        next[ua] = std::min(axis_size(s, a) - 1,
-                            w.idx[ua] + step_points(o, w.lr[per_axis ? ua : 0], axis_size(s, a)));
-        moved += next[ua] != w.idx[ua] ? 1 : 0;
-      }
-      if (!per_axis || moved > 1) {
-        try_moves({{next, -1}});
-      }
+    try_moves(first_moves(w, s, o), std::move(ahead));
+    if (!best && joint_next) {
+      try_moves({joint}, speculate ? after_failure() : std::vector<Configs>{});
     }
     if (!any_move) {
       w.done = true;  // every resource at its maximum

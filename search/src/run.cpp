@@ -11,14 +11,15 @@ Evaluation SearchRun::evaluate(const Configs& configs) {
   return evaluate_all({configs}).front();
 }
 
-std::vector<Evaluation> SearchRun::evaluate_all(const std::vector<Configs>& batch) {
+std::vector<Evaluation> SearchRun::evaluate_all(const std::vector<Configs>& batch,
+                                                const std::vector<Configs>& ahead) {
   const bool first = evaluations_ == 0;  // NCCL's: nothing to keep before it
   if (!first && interrupt_requested()) {
     throw Stop{};
   }
   std::vector<Evaluation> out;
   try {
-    out = eval_.evaluate_all(batch);
+    out = eval_.evaluate_all(batch, ahead);
   } catch (const Interrupted&) {
     if (first) {
       throw;
@@ -61,6 +62,7 @@ void SearchRun::keep_best(const std::vector<Configs>& batch) {
 
 SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool never_slower) {
   const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t simulations = eval_.simulations();
   start_ = last_report_ = t0;
   const Configs nccl(classes_.size());
   nccl_eval_ = evaluate(nccl);
@@ -92,6 +94,7 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
   r.step_time = final_eval.step_time;
   r.nccl_step_time = nccl_eval_.step_time;
   r.evaluations = evaluations_;
+  r.simulations = eval_.simulations() - simulations;
   r.interrupted = interrupted;
   r.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

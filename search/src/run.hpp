@@ -95,7 +95,9 @@ class SearchRun {
   Evaluation evaluate(const Configs& configs);
   // Simulates independent candidates (one evaluation each) on the evaluator's threads; the
   // results, and what is kept of them, are as if evaluate() had been called on each in order.
-  std::vector<Evaluation> evaluate_all(const std::vector<Configs>& batch);
+  // `ahead`: what the caller may ask for next (Evaluator::evaluate_all), not evaluations.
+  std::vector<Evaluation> evaluate_all(const std::vector<Configs>& batch,
+                                       const std::vector<Configs>& ahead = {});
   // Walks: how many more evaluations fit before the final check of the plan (spent() after
   // that many). Oracles: oracle_room.
   std::int64_t room(std::int64_t fallback) const {

@@ -122,21 +122,25 @@ TEST(TuneCli, JsonReportHasTheDocumentedFields) {
 }
 
 TEST(TuneCli, SameInputsGiveByteIdenticalFiles) {
+  // Twice on one thread, then on 2 and 3 (-j): the same files each time.
   TempDir tmp;
-  std::vector<std::string> outs[2];
-  for (int i = 0; i < 2; ++i) {
+  std::vector<std::string> outs[4];
+  const char* jobs[] = {"1", "1", "2", "3"};
+  for (int i = 0; i < 4; ++i) {
     const std::string dir = (tmp.path() / std::to_string(i)).string();
     std::filesystem::create_directory(dir);
-    const CliRun r = run_lagom(
-        cmd("tune", {"--method", "lagom", "--out", dir + "/plan.json", "--export-nccl-tuner",
-                     dir + "/tuner.csv", "--export-env", dir + "/nccl.env"}));
+    const CliRun r = run_lagom(cmd(
+        "tune", {"--method", "lagom", "--space", "full", "-j", jobs[i], "--out", dir + "/plan.json",
+                 "--export-nccl-tuner", dir + "/tuner.csv", "--export-env", dir + "/nccl.env"}));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const char* f : {"/plan.json", "/tuner.csv", "/nccl.env"}) {
       outs[i].push_back(slurp(dir + f));
       EXPECT_FALSE(outs[i].back().empty()) << f;
     }
   }
-  EXPECT_EQ(outs[0], outs[1]);
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(outs[0], outs[i]) << "-j " << jobs[i];
+  }
 }
 
 TEST(TuneCli, ExportsAreThePlansExports) {
@@ -381,6 +385,7 @@ const TuneBadCase kTuneBadCases[] = {
      {"--budget: expected an integer from 0 to 1000000000 (evaluations; 0: the method's default), "
       "got '-3'"}},
     {"lr scale out of range", cmd("tune", {"--lagom-lr-scale", "0"}), 2, {"--lagom-lr-scale"}},
+    {"no threads", cmd("compare", {"-j", "0"}), 2, {"-j: expected an integer from 1 to 1024"}},
     {"exhaustive over budget",
      cmd("tune", {"--method", "exhaustive"}),
      1,

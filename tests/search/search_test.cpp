@@ -782,5 +782,144 @@ TEST(SearchMethods, SameInputsGiveByteIdenticalPlans) {
   }
 }
 
+// --- Threads and the evaluation memo (issue: scale, item 4) -------------------------------------
+
+using Batch = std::vector<std::vector<std::optional<nccl::CommConfig>>>;
+
+// Class 0 at Ring/Simple on `nc` channels, the other classes at NCCL's choice.
+std::vector<std::optional<nccl::CommConfig>> ring_on(const Evaluator& e, int nc) {
+  std::vector<std::optional<nccl::CommConfig>> c(e.classes().size());
+  nccl::CommConfig cfg = e.classes()[0].nccl;
+  cfg.algo = nccl::Algorithm::kRing;
+  cfg.proto = nccl::Protocol::kSimple;
+  cfg.nchannels = nc;
+  c[0] = cfg;
+  return c;
+}
+
+void expect_same(const search::Evaluation& a, const search::Evaluation& b) {
+  EXPECT_EQ(a.step_time, b.step_time);
+  EXPECT_EQ(a.comm_us, b.comm_us);
+  EXPECT_EQ(a.group_comm_us, b.group_comm_us);
+  EXPECT_EQ(a.group_compute_us, b.group_compute_us);
+  EXPECT_EQ(a.compute_us, b.compute_us);
+}
+
+TEST(SearchEvaluator, ABatchOnThreadsGivesWhatOneAtATimeGives) {
+  const traces::Workload w = chain(3);
+  Evaluator threaded(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  Evaluator alone(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  threaded.set_jobs(3);
+  // NCCL's choice twice (a repeat within the batch), and three channel counts.
+  const Batch batch{
+      nccl_configs(threaded), ring_on(threaded, 1), ring_on(threaded, 2), nccl_configs(threaded),
+      ring_on(threaded, 4)};
+  const std::vector<search::Evaluation> got = threaded.evaluate_all(batch);
+  ASSERT_EQ(got.size(), batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_same(got[i], alone.evaluate(batch[i]));
+  }
+  EXPECT_NE(got[1].step_time, got[2].step_time);  // the candidates differ
+  EXPECT_EQ(threaded.evaluations(), 5);
+  EXPECT_EQ(threaded.simulations(), 4);  // the repeat is not simulated again
+  // Nor is anything evaluated before.
+  expect_same(threaded.evaluate(ring_on(threaded, 2)), got[2]);
+  EXPECT_EQ(threaded.evaluations(), 6);
+  EXPECT_EQ(threaded.simulations(), 4);
+}
+
+TEST(SearchEvaluator, LookAheadCandidatesAreKeptButNotCounted) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  const Batch now{ring_on(eval, 1)};
+  const Batch next{ring_on(eval, 2)};
+  // On one thread there is no idle thread to look ahead on.
+  eval.evaluate_all(now, next);
+  EXPECT_EQ(eval.evaluations(), 1);
+  EXPECT_EQ(eval.simulations(), 1);
+  eval.set_jobs(2);
+  eval.evaluate_all(Batch{nccl_configs(eval)}, next);
+  EXPECT_EQ(eval.evaluations(), 2);
+  EXPECT_EQ(eval.simulations(), 3);  // NCCL's and the look-ahead
+  Evaluator fresh(w, a40().cluster, a40().profile, coarse_nccl());
+  expect_same(eval.evaluate(next.front()), fresh.evaluate(next.front()));
+  EXPECT_EQ(eval.evaluations(), 3);
+  EXPECT_EQ(eval.simulations(), 3);  // kept from the look-ahead
+}
+
+TEST(SearchEvaluator, AnErrorOnAThreadIsRethrownNamingTheOp) {
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
+  eval.set_jobs(2);
+  std::vector<std::optional<nccl::CommConfig>> bad = ring_on(eval, 1);
+  bad[0]->nthreads = 100;  // not a multiple of the warp size
+  const std::string e = error_of([&] {
+    eval.evaluate_all(Batch{ring_on(eval, 2), bad, ring_on(eval, 4)});
+  });
+  EXPECT_NE(e.find("r0.a0"), std::string::npos) << e;
+  EXPECT_NE(e.find("warp size"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { eval.set_jobs(0); }).find("at least 1"), std::string::npos);
+}
+
+TEST(SearchMethods, EveryThreadCountGivesTheSamePlan) {
+  const traces::Workload w = chain(3, 4 * kMiB, 1e11);
+  struct Variant {
+    const char* name;
+    Method method;
+    Resources resources;
+    void (*tweak)(SearchOptions&);
+  };
+  const Variant variants[] = {
+      {"lagom per-axis", Method::kLagom, Resources::kFull, [](SearchOptions&) {}},
+      {"lagom nccl space", Method::kLagom, Resources::kNccl, [](SearchOptions&) {}},
+      {"lagom lock-step", Method::kLagom, Resources::kFull,
+       [](SearchOptions& o) { o.lagom_walk = search::LagomWalk::kLockstep; }},
+      {"lagom every subspace", Method::kLagom, Resources::kNccl,
+       [](SearchOptions& o) { o.lagom_subspace = search::LagomSubspace::kAll; }},
+      {"lagom round-robin", Method::kLagom, Resources::kFull,
+       [](SearchOptions& o) { o.lagom_order = search::LagomOrder::kRoundRobin; }},
+      {"lagom short budget", Method::kLagom, Resources::kFull,
+       [](SearchOptions& o) { o.budget = 7; }},
+      {"autoccl", Method::kAutoCcl, Resources::kFull, [](SearchOptions&) {}},
+      {"random", Method::kRandom, Resources::kFull, [](SearchOptions& o) { o.budget = 37; }},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    std::optional<SearchResult> first;
+    for (int jobs : {1, 2, 3}) {
+      SCOPED_TRACE(jobs);
+      Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, v.resources});
+      SearchOptions o;
+      o.method = v.method;
+      v.tweak(o);
+      o.jobs = jobs;
+      const SearchResult r = search::run_search(eval, o);
+      if (!first) {
+        first = r;
+        continue;
+      }
+      EXPECT_EQ(plan_json(r.plan), plan_json(first->plan));
+      EXPECT_EQ(r.step_time, first->step_time);
+      EXPECT_EQ(r.evaluations, first->evaluations);
+    }
+  }
+  // Exhaustive on the coarse grid (every combination, in batches).
+  std::optional<std::string> plan;
+  const traces::Workload small = chain(2);
+  for (int jobs : {1, 3}) {
+    Evaluator eval(small, a40().cluster, a40().profile, coarse_nccl());
+    SearchOptions o;
+    o.method = Method::kExhaustive;
+    o.jobs = jobs;
+    const SearchResult r = search::run_search(eval, o);
+    EXPECT_EQ(r.evaluations, static_cast<std::int64_t>(combinations(eval)) + 1);
+    if (plan) {
+      EXPECT_EQ(plan_json(r.plan), *plan);
+    }
+    plan = plan_json(r.plan);
+  }
+}
+
 }  // namespace
 }  // namespace lagom::test

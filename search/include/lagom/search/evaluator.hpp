@@ -74,11 +74,16 @@ class Evaluator final {
   Evaluation evaluate(std::span<const std::optional<nccl::CommConfig>> configs);
   // evaluate() of every candidate of `batch`, on up to jobs() threads; the results in the batch's
   // order. The first error (in batch order) is rethrown after every thread has stopped.
+  // `ahead`: candidates the caller may ask for next (a walk's next move if this one fails),
+  // simulated on threads the batch leaves idle and kept for then; not evaluations, and an error
+  // in one is dropped (it recurs if the candidate is asked for).
   std::vector<Evaluation> evaluate_all(
-      std::span<const std::vector<std::optional<nccl::CommConfig>>> batch);
+      std::span<const std::vector<std::optional<nccl::CommConfig>>> batch,
+      std::span<const std::vector<std::optional<nccl::CommConfig>>> ahead = {});
   // Candidates evaluated (a repeat counts: a real cluster would run that iteration again).
   std::int64_t evaluations() const { return evaluations_; }
-  // Of those, the ones simulated (the rest were evaluated before and looked up).
+  // Simulations run: the evaluations not looked up (a repeat of an earlier candidate), and the
+  // look-ahead ones.
   std::int64_t simulations() const { return simulations_; }
 
   // Threads evaluate_all may use (1 by default). Each beyond the first holds a simulation of its

@@ -112,6 +112,9 @@ struct SearchResult {
   Time step_time;
   Time nccl_step_time;
   std::int64_t evaluations = 0;      // including NCCL's baseline and the final check
+  // Simulations run for them: fewer when a candidate was evaluated before (Evaluator keeps
+  // evaluations), more with -j when look-ahead candidates were simulated and not asked for.
+  std::int64_t simulations = 0;
   double search_ms = 0;              // wall time of the search
   std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
   ConfigPlan plan;                   // one rule per class (none for nccl)
