@@ -146,7 +146,7 @@ void register_search_benchmarks() {
           tune_step, m, true, resources, defaults)
           ->Unit(benchmark::kMillisecond);
     }
-    // The ablations of Lagom's walk (docs/search.md §6).
+    // The ablations of Lagom's walk (docs/search.md §7).
     benchmark::RegisterBenchmark(
         fmt::format("BM_Tune/llama3-8b/fsdp16/a40-nvlink-x2/{}/lagom-lockstep", space).c_str(),
         tune_step, search::Method::kLagom, true, resources,

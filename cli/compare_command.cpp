@@ -35,7 +35,7 @@ namespace po = boost::program_options;
 constexpr std::string_view kKnownMethods =
     "nccl, autoccl, lagom, exhaustive, random, lagom-roundrobin, fixed-nc:K, nccl-max-ctas:K";
 
-// A row of `lagom compare`: a search method, or an ablation built from one (docs/search.md §6):
+// A row of `lagom compare`: a search method, or an ablation built from one (docs/search.md §7):
 //  * lagom-roundrobin: Lagom with Algorithm 1's priority H replaced by a fixed order;
 //  * fixed-nc:K: NCCL's own choice with every collective on K channels (NCCL_MIN_CTAS =
 //    NCCL_MAX_CTAS = K: NCCL still picks the algorithm, protocol, threads and chunk for them);

@@ -207,7 +207,7 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
 }
 
 TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
-  // docs/search.md §6: lagom-roundrobin is Lagom without its priority; fixed-nc:K and
+  // docs/search.md §7: lagom-roundrobin is Lagom without its priority; fixed-nc:K and
   // nccl-max-ctas:K are NCCL's own choice under NCCL_MIN_CTAS = NCCL_MAX_CTAS = K and under
   // NCCL_MAX_CTAS = K, each timed on the same step, with the speedup over plain NCCL.
   const nlohmann::json j = json_or_throw(run_lagom(cmd(
