@@ -1044,8 +1044,104 @@ std::string to_string(const Parallelism& p) {
   return out.empty() ? "single GPU" : out;
 }
 
-MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
+namespace {
+
+// Activation bytes block `layer` keeps for its backward, per micro-batch on one GPU: Korthikanti
+// et al. (2022, §4) term by term, with this model's shapes. `tokens` are what a tensor-parallel
+// rank's linears see (sequence / cp x mbs); `e` bytes per element.
+//  * whole on every TP rank (split over it with sequence parallelism): each norm's input and
+//    output (2 e d), the residual dropouts' 1-byte masks (d each, two per block);
+//  * split over TP: queries, keys, values and the attention output (e (2 q + 2 kv)) and
+//    FlashAttention's 4-byte log-sum-exp per head (no score matrix: Korthikanti's 5 a s / d term
+//    is gone); fc1's output (twice the width when gated) and the activation's output;
+//  * MoE blocks: each of a token's top_k copies reaches its expert whole (the dispatched input
+//    and the expert's output, kept for the weighted sum: 2 e d), the experts' inner widths split
+//    over TP as the generator runs them; shared experts see every token; the router's fp32
+//    probabilities.
+// For GPT (a 4d GELU MLP, multi-head attention, residual dropout) this is Korthikanti's
+// s b d (10 + 24 / t) and, with sequence parallelism, s b d 34 / t, plus the log-sum-exp.
+double layer_activation_bytes(const ModelSpec& m, const Parallelism& p, double tokens, double e,
+                              int layer) {
+  const double d = m.hidden;
+  const double tp = p.tp;
+  const double whole_tokens = p.sp ? tokens / tp : tokens;
+  const double norms = m.parallel_attn_mlp ? 1.0 : 2.0;
+  const double whole = norms * 2.0 * e * d + (m.residual_dropout ? 2.0 * d : 0.0);
+  const double q = m.heads * static_cast<double>(m.head_dim) / tp;
+  const double kv = m.kv_heads * static_cast<double>(m.head_dim) / tp;
+  const double gate = m.gated_mlp ? 3.0 : 2.0;  // fc1's output (two halves when gated) + act's
+  double split = e * (2.0 * q + 2.0 * kv) + 4.0 * m.heads / tp;
+  if (!m.layer_is_moe(layer)) {
+    split += e * gate * m.ffn_hidden / tp;
+    return whole_tokens * whole + tokens * split;
+  }
+  const double routed = tokens * m.top_k;
+  return whole_tokens * whole + tokens * split +
+         routed * e * (2.0 * d + gate * m.moe_ffn_hidden / tp) +
+         tokens * (e * gate * m.shared_experts * m.moe_ffn_hidden / tp + 4.0 * m.experts);
+}
+
+}  // namespace
+
+ActivationFootprint activation_footprint(const ModelSpec& m, const Parallelism& p,
+                                         const TrainingConfig& c) {
   const double seq = c.seq > 0 ? c.seq : m.seq_len;
+  const int stages = p.pp * p.vpp;
+  const double tokens = seq / p.cp * c.mbs;
+  const double e = c.bytes_per_element;
+  const std::vector<int> first = internal::stage_first_layers(m.layers, stages);
+  // What a forward unit of virtual stage v leaves until its backward: every layer's set, or with
+  // full recomputation each layer's input (split over TP with SP); the last virtual stage also
+  // the fp32 softmax of its vocab-parallel cross-entropy.
+  ActivationFootprint f;
+  const double input = (p.sp ? tokens / p.tp : tokens) * e * m.hidden;
+  const double logits = tokens * padded_vocab(m, p) / p.tp * 4.0;
+  std::vector<double> unit(static_cast<std::size_t>(stages), 0.0);
+  for (int v = 0; v < stages; ++v) {
+    for (int l = first[static_cast<std::size_t>(v)]; l < first[static_cast<std::size_t>(v) + 1];
+         ++l) {
+      const double full = layer_activation_bytes(m, p, tokens, e, l);
+      f.layer_max = std::max(f.layer_max, full);
+      unit[static_cast<std::size_t>(v)] += c.recompute ? input : full;
+    }
+    if (v == stages - 1) {
+      unit[static_cast<std::size_t>(v)] += logits;
+    }
+  }
+  // Each stage's 1F1B order (interleaved with vpp), forward units adding and backward units
+  // freeing; the first and the last stage are the candidates for the peak (the most in flight;
+  // the logits). Past its warm-up a schedule repeats, so a few rounds of pp micro-batches beyond
+  // it show the peak without walking every micro-batch.
+  const std::int64_t dp = std::max<std::int64_t>(1, p.dense_dp());
+  const std::int64_t micro_all = std::max<std::int64_t>(1, c.gbs / (c.mbs * dp));
+  std::int64_t micro = std::min<std::int64_t>(micro_all, std::int64_t{p.pp} * (p.vpp + 3));
+  if (p.vpp > 1 && micro_all % p.pp == 0) {
+    micro -= micro % p.pp;
+  }
+  for (int stage : {0, p.pp - 1}) {
+    double live = 0;
+    double peak = 0;
+    int held = 0;
+    int most = 0;
+    for (const PipelineUnit& u : pipeline_order(p.pp, p.vpp, stage, static_cast<int>(micro))) {
+      const double b = unit[static_cast<std::size_t>(u.chunk * p.pp + stage)];
+      live += u.forward ? b : -b;
+      held += u.forward ? 1 : -1;
+      if (live > peak) {
+        peak = live;
+      }
+      most = std::max(most, held);
+    }
+    if (peak > f.held) {
+      f.held = peak;
+      f.stage = stage;
+      f.units_in_flight = most;
+    }
+  }
+  return f;
+}
+
+MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c) {
   const double stages = static_cast<double>(p.pp) * p.vpp;
   // Parameters on the most loaded GPU: its share of the transformer layers (matrices split over
   // TP, norms and the router whole on every TP rank) and the input embedding, vocab-parallel over
@@ -1078,23 +1174,10 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   e.weights = sharded(c.bytes_per_element, 3);
   e.gradients = sharded(c.bytes_per_element, 2);
   e.optimizer = sharded(12.0, 1);
-  // Activations per layer and micro-batch with FlashAttention (Korthikanti et al. 2022, without
-  // the attention-score term): s b h (10 + 24 / t) bytes, s b h * 34 / t with sequence
-  // parallelism; the first 1F1B stage keeps min(pp, micro-batches) micro-batches in flight.
-  // A GPU holds seq / cp tokens of each sequence (the gathered keys and values are transient).
-  const double sbh = static_cast<double>(seq) / p.cp * c.mbs * m.hidden;
-  const double per_layer_act = p.sp ? sbh * 34.0 / p.tp : sbh * (10.0 + 24.0 / p.tp);
-  const auto micro =
-      std::max<std::int64_t>(1, c.gbs / (c.mbs * std::max<std::int64_t>(1, p.dense_dp())));
-  const double in_flight = std::min<double>(p.pp, static_cast<double>(micro));
-  if (c.recompute) {
-    // Each layer keeps its input (s b h elements, split over TP with sequence parallelism); one
-    // layer at a time rebuilds its full set during backward.
-    const double input = sbh * c.bytes_per_element / (p.sp ? p.tp : 1);
-    e.activations = input * layers_here * in_flight + per_layer_act * (c.bytes_per_element / 2.0);
-  } else {
-    e.activations = per_layer_act * layers_here * in_flight * (c.bytes_per_element / 2.0);
-  }
+  // Activations (activation_footprint): what the busiest pipeline stage holds at its peak, and
+  // with full recomputation one layer's whole set rebuilt during backward.
+  const ActivationFootprint act = activation_footprint(m, p, c);
+  e.activations = act.held + (c.recompute ? act.layer_max : 0.0);
   // FSDP also gathers one layer (plus the prefetched next) in full.
   if (p.zero >= 3) {
     e.weights += 2.0 * (per_layer + per_layer_experts) * c.bytes_per_element;
@@ -1223,14 +1306,19 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingCo
                       double gpu_memory_bytes) {
   const MemoryEstimate mem = estimate_memory(m, p, c);
   if (gpu_memory_bytes > 0 && mem.total() > gpu_memory_bytes) {
+    const ActivationFootprint act = activation_footprint(m, p, c);
     throw Error(fmt::format(
         "{} with {}: does not fit in GPU memory: {:.1f} GB needed (weights {:.1f}, gradients "
-        "{:.1f}, "
-        "optimizer {:.1f}, activations {:.1f}, buffers {:.1f}) > {:.1f} GB; use more model "
-        "parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller --mbs{}",
+        "{:.1f}, optimizer {:.1f}, activations {:.1f} for {} forward pass{} in flight on "
+        "pipeline stage {}, buffers {:.1f}) > {:.1f} GB; an estimate (Korthikanti et al.'s "
+        "activation accounting with this model's shapes, docs/models.md §8 \"Memory\"; the "
+        "buffers are a guess), which `--scale gpu.memory_GB=...` lifts as a what-if; use more "
+        "model parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller "
+        "--mbs{}",
         m.name, to_string(p), mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9,
-        mem.optimizer / 1e9, mem.activations / 1e9, mem.buffers / 1e9, gpu_memory_bytes / 1e9,
-        fp8_weight_copies(p, c)
+        mem.optimizer / 1e9, mem.activations / 1e9, act.units_in_flight,
+        act.units_in_flight == 1 ? "" : "es", act.stage, mem.buffers / 1e9,
+        gpu_memory_bytes / 1e9, fp8_weight_copies(p, c)
             ? "; the weights include Transformer Engine's FP8 weight copies, which ZeRO with "
               "--fp8-param-gather avoids"
             : ""));

@@ -243,6 +243,7 @@ constexpr std::string_view kFields[] = {"format",
                                         "tied_embeddings",
                                         "rmsnorm",
                                         "parallel_attn_mlp",
+                                        "residual_dropout",
                                         "experts",
                                         "top_k",
                                         "shared_experts",
@@ -338,6 +339,7 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
   spec.tied_embeddings = bool_field("tied_embeddings", true, "the output head is the embedding");
   spec.rmsnorm = bool_field("rmsnorm", true, "RMSNorm rather than LayerNorm");
   spec.parallel_attn_mlp = bool_field("parallel_attn_mlp", false, "");
+  spec.residual_dropout = bool_field("residual_dropout", false, "");
 
   if (const json* e = optional_field(doc, "experts");
       e != nullptr && e->is_number_integer() && e->get<std::int64_t>() == 0) {

@@ -1007,32 +1007,114 @@ TEST(GeneratorMemory, ExpertsAreShardedOverTheirOwnReplicas) {
   }
 }
 
-TEST(GeneratorMemory, ActivationsWithSequenceParallelismRecomputationAndPipelining) {
+// GPT-shaped: a 4d GELU MLP, multi-head attention (heads x head_dim = d), LayerNorm, residual
+// dropout: the shapes Korthikanti et al. (2022) count.
+ModelSpec gpt_like() {
+  ModelSpec m = tiny();
+  m.name = "gpt-like";
+  m.ffn_hidden = 1024;
+  m.kv_heads = 8;
+  m.head_dim = 32;
+  m.vocab = 1024;  // a multiple of 128 x tp: no padding
+  m.gated_mlp = false;
+  m.rmsnorm = false;
+  m.residual_dropout = true;
+  validate(m);
+  return m;
+}
+
+TEST(GeneratorMemory, ActivationsAreKorthikantisForGptShapes) {
   // Korthikanti et al. (2022) with FlashAttention (no s^2 score term), bytes per block and
-  // micro-batch of s b h = 128 x 2 x 256 = 65,536 with 2-byte activations:
-  //   tp=t:         s b h (10 + 24 / t)
-  //   tp=t and SP:  s b h x 34 / t
-  //   recompute:    each block keeps its input, s b h x 2 B (/ t with SP), and one block at a
-  //                 time rebuilds its full set
-  // The first 1F1B stage holds min(pp, micro-batches) micro-batches in flight.
-  const ModelSpec m = tiny();
+  // micro-batch of s b d = 128 x 2 x 256 = 65,536 with 2-byte activations:
+  //   tp=t:         s b d (10 + 24 / t)
+  //   tp=t and SP:  s b d x 34 / t
+  // plus FlashAttention's log-sum-exp, 4 bytes per head and token (s b x 4 a / t), and on the
+  // last stage the cross-entropy's fp32 softmax, s b x vocab / t x 4 bytes.
+  //   recompute:    each block keeps its input, s b d x 2 B (/ t with SP), and one block at a
+  //                 time rebuilds its full set.
+  const ModelSpec m = gpt_like();
   const double sbh = 128.0 * 2 * 256;
+  const double sb = 128.0 * 2;
+  auto block = [&](double t, bool sp) {
+    return (sp ? sbh * 34 / t : sbh * (10 + 24 / t)) + sb * 4 * 8 / t;
+  };
+  auto logits = [&](double t) { return sb * 1024 / t * 4; };
   auto act = [&](std::string_view par, int gbs, bool recompute = false) {
     return estimate_memory(m, parse_parallelism(par), config(2, gbs, 0, recompute)).activations;
   };
-  EXPECT_DOUBLE_EQ(act("dp=1", 2), 8 * sbh * 34);
-  EXPECT_DOUBLE_EQ(act("tp=2", 2), 8 * sbh * (10 + 12));
-  EXPECT_DOUBLE_EQ(act("tp=2,sp", 2), 8 * sbh * 34 / 2);
-  EXPECT_DOUBLE_EQ(act("dp=1", 2, true), 8 * sbh * 2 + sbh * 34);
-  EXPECT_DOUBLE_EQ(act("tp=2,sp", 2, true), 8 * sbh * 2 / 2 + sbh * 34 / 2);
-  // pp=4: 2 blocks per stage; 8 micro-batches -> 4 in flight, 2 micro-batches -> 2.
-  EXPECT_DOUBLE_EQ(act("pp=4", 16), 2 * sbh * 34 * 4);
-  EXPECT_DOUBLE_EQ(act("pp=4", 4), 2 * sbh * 34 * 2);
-  // fp32 activations take twice the bytes.
+  EXPECT_DOUBLE_EQ(act("dp=1", 2), 8 * block(1, false) + logits(1));
+  EXPECT_DOUBLE_EQ(act("tp=2", 2), 8 * block(2, false) + logits(2));
+  EXPECT_DOUBLE_EQ(act("tp=2,sp", 2), 8 * block(2, true) + logits(2));
+  EXPECT_DOUBLE_EQ(act("dp=1", 2, true), 8 * sbh * 2 + logits(1) + block(1, false));
+  EXPECT_DOUBLE_EQ(act("tp=2,sp", 2, true), 8 * sbh * 2 / 2 + logits(2) + block(2, true));
+  // pp=4: 2 blocks per stage. The first stage holds min(pp, micro-batches) micro-batches: 8
+  // micro-batches -> 4 in flight, 2 -> 2; the last (one in flight, 2 blocks and the logits)
+  // holds less.
+  EXPECT_DOUBLE_EQ(act("pp=4", 16), 2 * block(1, false) * 4);
+  EXPECT_DOUBLE_EQ(act("pp=4", 4), 2 * block(1, false) * 2);
+  // fp32 activations take twice the bytes, except the 1-byte dropout masks (2 s b d of the 10)
+  // and what is fp32 already (the log-sum-exp, the softmax).
   TrainingConfig fp32 = config(2, 2);
   fp32.bytes_per_element = 4;
   fp32.precision = traces::Precision::kFp32;
-  EXPECT_DOUBLE_EQ(estimate_memory(m, Parallelism{}, fp32).activations, 8 * sbh * 34 * 2);
+  EXPECT_DOUBLE_EQ(estimate_memory(m, Parallelism{}, fp32).activations,
+                   8 * (sbh * (2 * 34 - 2) + sb * 4 * 8) + logits(1));
+  // Without residual dropout, each block drops its two 1-byte masks (s b d x 2).
+  ModelSpec no_dropout = m;
+  no_dropout.residual_dropout = false;
+  EXPECT_DOUBLE_EQ(
+      estimate_memory(no_dropout, parse_parallelism("dp=1"), config(2, 2)).activations,
+      8 * (block(1, false) - 2 * sbh) + logits(1));
+}
+
+TEST(GeneratorMemory, ActivationsFollowTheModelsShapes) {
+  // tiny(): d = 256, 8 query heads and 4 key/value heads of 48, SwiGLU of 1024, RMSNorm, no
+  // dropout. Per token and block, 2-byte elements, tp = t:
+  //   norms 2 x (input + output) = 4 x 2 d = 2,048 (/ t with SP)
+  //   Q, K, V, output 2 (2 x 384 + 2 x 192) / t = 2,304 / t; log-sum-exp 4 x 8 / t = 32 / t
+  //   fc1's gate and up and the activation's output 2 x 3 x 1024 / t = 6,144 / t
+  const ModelSpec m = tiny();
+  const double tokens = 128.0 * 2;
+  auto per_token = [&](double t, bool sp) {
+    return 2048.0 / (sp ? t : 1) + (2304.0 + 32.0 + 6144.0) / t;
+  };
+  const double logits = tokens * 1152 * 4;  // vocab 1100 padded to 1152 (a multiple of 128)
+  EXPECT_DOUBLE_EQ(estimate_memory(m, Parallelism{}, config(2, 2)).activations,
+                   8 * tokens * per_token(1, false) + logits);
+  EXPECT_DOUBLE_EQ(estimate_memory(m, parse_parallelism("tp=2,sp"), config(2, 2)).activations,
+                   8 * tokens * per_token(2, true) + tokens * 1280 / 2 * 4);  // 1280: 128 x 2
+  // A MoE block adds, per token, its top_k copies' dispatched input and expert output (2 x 2 d)
+  // and each expert's gate, up and activation (2 x 3 f_e); shared experts see every token; the
+  // router keeps fp32 probabilities (4 x experts). tiny_moe(): f_e = 128, one shared expert.
+  const ModelSpec moe = tiny_moe();
+  const double dense_attn = 2048.0 + 2304.0 + 32.0;
+  const double moe_block =
+      dense_attn + 2 * (2 * 2 * 256.0 + 2 * 3 * 128.0) + 2 * 3 * 128.0 + 4 * 8.0;
+  const double dense_block = dense_attn + 6144.0;
+  EXPECT_DOUBLE_EQ(estimate_memory(moe, Parallelism{}, config(2, 2)).activations,
+                   tokens * (dense_block + 3 * moe_block) + logits);
+}
+
+TEST(GeneratorMemory, PipelineStagesHoldWhatTheirOrderKeepsInFlight) {
+  // Llama 3's balancing: 6 blocks on pp=4 run as 1, 2, 2, 1. The first stage holds 4 micro-
+  // batches of its one block.
+  ModelSpec m = gpt_like();
+  m.layers = 6;
+  const double block = 128.0 * 2 * 256 * 34 + 128.0 * 2 * 4 * 8;
+  const ActivationFootprint f =
+      activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
+  EXPECT_EQ(f.units_in_flight, 4);
+  EXPECT_DOUBLE_EQ(f.held, std::max(4 * block, block + 128.0 * 2 * 1024 * 4));
+  // Interleaved: 14 blocks on pp=2 x vpp=4 virtual stages of 2 (the first and the last a block
+  // short). Stage 0 runs chunks 0, 2, 4 and 6 (1, 2, 2 and 2 blocks); with 4 micro-batches its
+  // warm-up is (2 - 1) x 2 + (4 - 1) x 2 = 8 forward units, and the 9th comes before the first
+  // backward: micro-batches 0-2 of chunk 0 and 0-1 of chunks 1-3, 3 + 4 + 4 + 4 = 15 blocks.
+  m.layers = 14;
+  const ActivationFootprint g =
+      activation_footprint(m, parse_parallelism("pp=2,vpp=4"), config(2, 8));
+  EXPECT_EQ(g.stage, 0);
+  EXPECT_EQ(g.units_in_flight, 9);
+  EXPECT_DOUBLE_EQ(g.held, 15 * block);
 }
 
 TEST(GeneratorMemory, AModelThatDoesNotFitIsAnErrorNamingTheGigabytes) {

@@ -106,6 +106,14 @@ struct MemoryEstimate {
   double total() const { return weights + gradients + optimizer + activations + buffers; }
 };
 
+// The activation memory of a step's busiest pipeline stage (activation_footprint).
+struct ActivationFootprint {
+  double held = 0;           // bytes kept for backward at the stage's peak
+  int stage = 0;             // that stage (the first, or the last with its logits)
+  int units_in_flight = 0;   // forward units (micro-batch x model chunk) it holds at most
+  double layer_max = 0;      // one layer's whole set for one micro-batch (the largest layer)
+};
+
 struct StepFigures {
   double flops = 0;  // model FLOPs of the whole step, all GPUs (6 N T + attention)
   std::array<double, traces::kOpKindCount> comm_bytes{};  // per op kind, summed over ranks' ops
@@ -150,6 +158,10 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& par, const Training
                       double gpu_memory_bytes);
 
 // The memory estimate alone (cheap; used by generate_step).
+// Activation bytes per GPU, Korthikanti et al. (2022) term by term with the model's shapes
+// (docs/models.md §8 "Memory"), held through the step's own 1F1B order.
+ActivationFootprint activation_footprint(const ModelSpec& model, const Parallelism& par,
+                                         const TrainingConfig& cfg);
 MemoryEstimate estimate_memory(const ModelSpec& model, const Parallelism& par,
                                const TrainingConfig& cfg);
 

@@ -31,6 +31,9 @@ struct ModelSpec {
   bool tied_embeddings = false;    // the output projection reuses the input embedding
   bool rmsnorm = false;            // RMSNorm (one weight vector) instead of LayerNorm (two)
   bool parallel_attn_mlp = false;  // attention and MLP read the same input (GPT-J/Phi-2 style)
+  // Dropout on the attention and MLP outputs (GPT-2/GPT-3's resid_pdrop, Megatron's
+  // hidden_dropout): its 1-byte masks are kept for backward (the memory estimate counts them).
+  bool residual_dropout = false;
 
   // Mixture of experts (experts == 0: dense).
   int experts = 0;             // routed experts per MoE layer
