@@ -42,6 +42,17 @@ void check_generated_step(const models::StepSize& size, std::string_view what) {
                remedy);
 }
 
+void check_search_threads(double ops, int jobs, std::string_view what) {
+  if (jobs <= 1) {
+    return;
+  }
+  check_memory(ops * (kSimulationBytesPerOp + (jobs - 1) * kSearchThreadBytesPerOp),
+               fmt::format("{} on {} threads ({:.3g} ops)", what, jobs, ops),
+               fmt::format("{:.0f} B per op, and {:.0f} B per op for each thread beyond the first",
+                           kSimulationBytesPerOp, kSearchThreadBytesPerOp),
+               "use fewer threads (-j)");
+}
+
 void check_cluster(std::string_view name, const topologies::ClusterSpec& spec) {
   const double gpus = static_cast<double>(spec.gpus_per_node) * spec.nodes;
   // One graph vertex per NIC entry (an entry of `count` NICs is one bundle).

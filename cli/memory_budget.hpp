@@ -17,6 +17,9 @@ namespace lagom::cli {
 
 // A simulation: the workload, its analysis and the engine's state, per op (measured 118-140 B).
 inline constexpr double kSimulationBytesPerOp = 160;
+// A search's extra thread (-j): one more simulation's per-run state (events, flows, per-op
+// times) over the shared workload and analysis, per op (measured about 45 B).
+inline constexpr double kSearchThreadBytesPerOp = 64;
 // Per rank: streams, communicators, the cluster's view of its GPU (measured about 1 KiB).
 inline constexpr double kSimulationBytesPerRank = 2048;
 // Reading a workload JSON file: its text and its parsed document, per byte of file (measured 9.6).
@@ -38,6 +41,10 @@ inline constexpr double kClusterBytesPerSwitchLink = 256;
 // A generated step of `size` (models::count_step_ops): refused when it holds more ops than a
 // workload can (2^32 - 3) or would not fit in memory.
 void check_generated_step(const models::StepSize& size, std::string_view what);
+
+// A search on `jobs` threads over a workload of `ops` ops: the threads beyond the first, on top
+// of the simulation already built.
+void check_search_threads(double ops, int jobs, std::string_view what);
 
 // Building the graph of `spec` (GPUs, NICs, network switches and the links between them;
 // `name`: its preset or file).

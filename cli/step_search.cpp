@@ -15,6 +15,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/files.hpp"
 #include "lagom/common/units.hpp"
+#include "memory_budget.hpp"
 #include "report.hpp"
 
 namespace lagom::cli {
@@ -206,6 +207,8 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
   SearchSetup s;
   s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));
   const Hardware& h = *s.step->hardware;
+  check_search_threads(static_cast<double>(s.step->in.workload.op_count()), t.jobs,
+                       s.step->in.source);
   try {
     s.eval = std::make_unique<search::Evaluator>(s.step->in.workload, h.cluster, h.profile,
                                                  space_options(t), !vm.count("no-contention"));

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -223,7 +225,6 @@ std::vector<Evaluation> Evaluator::evaluate_all(
       todo.push_back(i);
     }
   }
-  evaluations_ += static_cast<std::int64_t>(n);
   // Look-ahead candidates fill the threads the batch leaves idle, never more.
   std::vector<std::size_t> spare;  // into `ahead`
   std::vector<Key> spare_keys;
@@ -278,25 +279,36 @@ std::vector<Evaluation> Evaluator::evaluate_all(
   } else {
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t) {
-      pool.emplace_back(work, std::ref(*workers_[t]));
+      try {
+        pool.emplace_back(work, std::ref(*workers_[t]));
+      } catch (const std::system_error&) {
+        break;  // no more threads: those running (and this one) take every task
+      }
     }
     work(*workers_.front());
     for (std::thread& t : pool) {
       t.join();
     }
   }
+  // Keep every candidate simulated, even when one failed: after an interrupt the caller keeps
+  // the batch's results up to the first that failed (kept()), as one at a time would have.
+  std::optional<std::exception_ptr> failed;
   for (std::size_t t = 0; t < todo.size(); ++t) {
     if (errors[t]) {
-      std::rethrow_exception(errors[t]);
+      failed = failed.value_or(errors[t]);
+    } else {
+      ++simulations_;
+      if (memo_.size() < kMemo) {
+        memo_.emplace(keys[todo[t]], out[todo[t]]);
+      }
     }
   }
-  simulations_ += static_cast<std::int64_t>(tasks);
-  for (std::size_t i : todo) {
-    if (memo_.size() < kMemo) {
-      memo_.emplace(keys[i], out[i]);
-    }
+  if (failed) {
+    std::rethrow_exception(*failed);
   }
+  evaluations_ += static_cast<std::int64_t>(n);
   for (std::size_t k = 0; k < spare.size(); ++k) {
+    simulations_ += spare_ok[k];
     if (spare_ok[k] != 0 && memo_.size() < kMemo) {
       memo_.emplace(std::move(spare_keys[k]), std::move(spare_out[k]));
     }
@@ -307,6 +319,15 @@ std::vector<Evaluation> Evaluator::evaluate_all(
     }
   }
   return out;
+}
+
+std::optional<Evaluation> Evaluator::kept(
+    std::span<const std::optional<nccl::CommConfig>> configs) const {
+  const auto m = memo_.find(key_of(configs));
+  if (m == memo_.end()) {
+    return std::nullopt;
+  }
+  return m->second;
 }
 
 Evaluation Evaluator::run_on(Worker& worker,

@@ -24,6 +24,14 @@ std::vector<Evaluation> SearchRun::evaluate_all(const std::vector<Configs>& batc
     if (first) {
       throw;
     }
+    // Keep what one at a time would have: the batch's results up to the first it lost.
+    for (const Configs& c : batch) {
+      std::optional<Evaluation> e = eval_.kept(c);
+      if (!e) {
+        break;
+      }
+      record(c, *e);
+    }
     throw Stop{};
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {

@@ -37,22 +37,25 @@ Stopped stop_after(const TempDir& dir, const char* signal, int seconds,
 }
 
 // A random search far longer than the test: stopped after 6 s (long past NCCL's evaluation),
-// it writes the fastest plan evaluated so far and says so.
+// it writes the fastest plan evaluated so far and says so, on one thread or three (-j).
 TEST(InterruptSlow, TuneWritesTheBestPlanSoFar) {
-  TempDir dir;
-  const std::string plan = (dir.path() / "plan.json").string();
-  const Stopped s = stop_after(
-      dir, "INT", 6,
-      {"tune", "--model", "phi-2", "--parallel", "fsdp=8", "--cluster", "a40-nvlink", "--seq",
-       "512", "--gbs", "8", "--method", "random", "--budget", "100000000", "--out", plan});
-  EXPECT_EQ(s.exit_code, 130) << s.err;
-  EXPECT_TRUE(contains(s.err, "lagom tune: interrupted after ")) << s.err;
-  EXPECT_TRUE(contains(s.err, "the best plan so far")) << s.err;
-  EXPECT_TRUE(contains(s.err, "written to " + plan)) << s.err;
-  const search::ConfigPlan p = search::load_plan_file(plan);
-  EXPECT_EQ(p.context.method, "random");
-  EXPECT_GE(p.context.evaluations, 2);
-  EXPECT_LE(p.context.step_time_us, p.context.nccl_step_time_us);
+  for (const char* jobs : {"1", "3"}) {
+    SCOPED_TRACE(jobs);
+    TempDir dir;
+    const std::string plan = (dir.path() / "plan.json").string();
+    const Stopped s = stop_after(dir, "INT", 6,
+                                 {"tune", "--model", "phi-2", "--parallel", "fsdp=8", "--cluster",
+                                  "a40-nvlink", "--seq", "512", "--gbs", "8", "--method", "random",
+                                  "--budget", "100000000", "-j", jobs, "--out", plan});
+    EXPECT_EQ(s.exit_code, 130) << s.err;
+    EXPECT_TRUE(contains(s.err, "lagom tune: interrupted after ")) << s.err;
+    EXPECT_TRUE(contains(s.err, "the best plan so far")) << s.err;
+    EXPECT_TRUE(contains(s.err, "written to " + plan)) << s.err;
+    const search::ConfigPlan p = search::load_plan_file(plan);
+    EXPECT_EQ(p.context.method, "random");
+    EXPECT_GE(p.context.evaluations, 2);
+    EXPECT_LE(p.context.step_time_us, p.context.nccl_step_time_us);
+  }
 }
 
 // A simulation stopped by SIGTERM (Slurm's scancel) exits 130 and leaves no output file.

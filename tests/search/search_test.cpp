@@ -811,9 +811,8 @@ TEST(SearchEvaluator, ABatchOnThreadsGivesWhatOneAtATimeGives) {
   Evaluator alone(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
   threaded.set_jobs(3);
   // NCCL's choice twice (a repeat within the batch), and three channel counts.
-  const Batch batch{
-      nccl_configs(threaded), ring_on(threaded, 1), ring_on(threaded, 2), nccl_configs(threaded),
-      ring_on(threaded, 4)};
+  const Batch batch{nccl_configs(threaded), ring_on(threaded, 1), ring_on(threaded, 2),
+                    nccl_configs(threaded), ring_on(threaded, 4)};
   const std::vector<search::Evaluation> got = threaded.evaluate_all(batch);
   ASSERT_EQ(got.size(), batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -859,6 +858,13 @@ TEST(SearchEvaluator, AnErrorOnAThreadIsRethrownNamingTheOp) {
   });
   EXPECT_NE(e.find("r0.a0"), std::string::npos) << e;
   EXPECT_NE(e.find("warp size"), std::string::npos) << e;
+  // The batch counts no evaluation, but what was simulated is kept: after an interrupt a search
+  // records the results up to the first candidate lost.
+  EXPECT_EQ(eval.evaluations(), 0);
+  EXPECT_TRUE(eval.kept(ring_on(eval, 2)).has_value());
+  EXPECT_TRUE(eval.kept(ring_on(eval, 4)).has_value());
+  EXPECT_FALSE(eval.kept(bad).has_value());
+  EXPECT_FALSE(eval.kept(ring_on(eval, 8)).has_value());
   EXPECT_NE(error_of([&] { eval.set_jobs(0); }).find("at least 1"), std::string::npos);
 }
 

@@ -80,6 +80,9 @@ class Evaluator final {
   std::vector<Evaluation> evaluate_all(
       std::span<const std::vector<std::optional<nccl::CommConfig>>> batch,
       std::span<const std::vector<std::optional<nccl::CommConfig>>> ahead = {});
+  // A candidate's evaluation when it was simulated before (after a batch that failed, the ones
+  // that did not), without counting an evaluation.
+  std::optional<Evaluation> kept(std::span<const std::optional<nccl::CommConfig>> configs) const;
   // Candidates evaluated (a repeat counts: a real cluster would run that iteration again).
   std::int64_t evaluations() const { return evaluations_; }
   // Simulations run: the evaluations not looked up (a repeat of an earlier candidate), and the
