@@ -298,12 +298,18 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
                format_duration(t.train_seconds * 1e9), t.gpus, format_count(t.gpu_hours));
   }
   if (ctx.memory) {
+    const models::MemoryEstimate& m = *ctx.memory;
+    // With a pipeline, where the activations peak: stage and forward passes in flight.
+    const std::string held =
+        m.forward_passes_in_flight > 1
+            ? fmt::format(" for {} forward passes in flight on stage {}",
+                          m.forward_passes_in_flight, m.activation_stage)
+            : "";
     fmt::print(out,
                "memory       {:.1f} GB per GPU (weights {:.1f}, gradients {:.1f}, optimizer "
-               "{:.1f}, activations {:.1f}, buffers {:.1f})\n",
-               ctx.memory->total() / 1e9, ctx.memory->weights / 1e9, ctx.memory->gradients / 1e9,
-               ctx.memory->optimizer / 1e9, ctx.memory->activations / 1e9,
-               ctx.memory->buffers / 1e9);
+               "{:.1f}, activations {:.1f}{}, buffers {:.1f})\n",
+               m.total() / 1e9, m.weights / 1e9, m.gradients / 1e9, m.optimizer / 1e9,
+               m.activations / 1e9, held, m.buffers / 1e9);
   }
   fmt::print(out, "events       {}\n", r.events);
   fmt::print(out, "fingerprint  {}\n\n", hex64(r.fingerprint));
@@ -402,7 +408,9 @@ nlohmann::ordered_json json_report(const traces::Workload& w, const traces::Exec
                    {"gradients_bytes", ctx.memory->gradients},
                    {"optimizer_bytes", ctx.memory->optimizer},
                    {"activations_bytes", ctx.memory->activations},
-                   {"buffers_bytes", ctx.memory->buffers}};
+                   {"buffers_bytes", ctx.memory->buffers},
+                   {"activation_stage", ctx.memory->activation_stage},
+                   {"forward_passes_in_flight", ctx.memory->forward_passes_in_flight}};
   }
   auto& ranks = j["ranks"] = nlohmann::ordered_json::array();
   for (traces::Rank rank = 0; rank < w.rank_count(); ++rank) {

@@ -1178,6 +1178,8 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   // with full recomputation one layer's whole set rebuilt during backward.
   const ActivationFootprint act = activation_footprint(m, p, c);
   e.activations = act.held + (c.recompute ? act.layer_max : 0.0);
+  e.activation_stage = act.stage;
+  e.forward_passes_in_flight = act.units_in_flight;
   // FSDP also gathers one layer (plus the prefetched next) in full.
   if (p.zero >= 3) {
     e.weights += 2.0 * (per_layer + per_layer_experts) * c.bytes_per_element;

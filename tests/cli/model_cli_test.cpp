@@ -38,6 +38,8 @@ TEST(ModelCli, GeneratedStepReportsItsFigures) {
                        mem["optimizer_bytes"].get<double>() +
                        mem["activations_bytes"].get<double>() + mem["buffers_bytes"].get<double>());
   EXPECT_LT(j["memory_per_gpu_bytes"].get<double>(), 48e9);
+  EXPECT_EQ(mem["activation_stage"], 0);
+  EXPECT_EQ(mem["forward_passes_in_flight"], 1);  // no pipeline: one micro-batch at a time
   EXPECT_EQ(j["workload"]["ranks"], 8);
 
   // The summary says the same in words.
@@ -46,6 +48,14 @@ TEST(ModelCli, GeneratedStepReportsItsFigures) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(contains(text.out, "MFU")) << text.out;
   EXPECT_TRUE(contains(text.out, "GB per GPU")) << text.out;
+}
+
+TEST(ModelCli, APipelinedStepSaysWhereItsActivationsPeak) {
+  // 8 micro-batches on pp=4: the first stage holds 4 forward passes (1F1B's warm-up and one).
+  CliRun r = run_lagom(simulate({"--model", "phi-2", "--parallel", "pp=4,dp=2", "--cluster",
+                                 "a40-nvlink", "--mbs", "1", "--gbs", "16", "--seq", "512"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, " for 4 forward passes in flight on stage 0, buffers 3.0)")) << r.out;
 }
 
 TEST(ModelCli, FoldingGivesTheSameStepTime) {

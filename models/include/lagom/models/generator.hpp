@@ -103,6 +103,10 @@ struct MemoryEstimate {
   double optimizer = 0;
   double activations = 0;
   double buffers = 0;  // CUDA context, NCCL buffers, allocator slack (a fixed estimate)
+  // Where the activations peak: the pipeline stage and its forward passes (micro-batch x model
+  // chunk) in flight then (activation_footprint).
+  int activation_stage = 0;
+  int forward_passes_in_flight = 0;
   double total() const { return weights + gradients + optimizer + activations + buffers; }
 };
 
