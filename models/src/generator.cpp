@@ -1109,16 +1109,18 @@ ActivationFootprint activation_footprint(const ModelSpec& m, const Parallelism& 
     }
   }
   // Each stage's 1F1B order (interleaved with vpp), forward units adding and backward units
-  // freeing; the first and the last stage are the candidates for the peak (the most in flight;
-  // the logits). Past its warm-up a schedule repeats, so a few rounds of pp micro-batches beyond
-  // it show the peak without walking every micro-batch.
+  // freeing. Stage s holds about pp - s micro-batches, so the peak is on the first stage, or on
+  // the second when the first is a block short (Llama 3's balancing: 126 blocks on 16 stages
+  // hold 7 x 16 on the first and 8 x 15 on the second), or on the last (the logits). Past its
+  // warm-up a schedule repeats, so a few rounds of pp micro-batches beyond it show the peak
+  // without walking every micro-batch.
   const std::int64_t dp = std::max<std::int64_t>(1, p.dense_dp());
   const std::int64_t micro_all = std::max<std::int64_t>(1, c.gbs / (c.mbs * dp));
   std::int64_t micro = std::min<std::int64_t>(micro_all, std::int64_t{p.pp} * (p.vpp + 3));
   if (p.vpp > 1 && micro_all % p.pp == 0) {
     micro -= micro % p.pp;
   }
-  for (int stage : {0, p.pp - 1}) {
+  for (int stage : {0, std::min(1, p.pp - 1), p.pp - 1}) {
     double live = 0;
     double peak = 0;
     int held = 0;

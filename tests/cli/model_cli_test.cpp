@@ -174,7 +174,7 @@ const ModelCliBadCase kModelCliBadCases[] = {
     {"a model that does not fit",
      {"--model", "llama3-70b", "--parallel", "dp=8", "--cluster", "a40-nvlink"},
      1,
-     {"does not fit in GPU memory", "GB needed", "> 48.0 GB"}},
+     {"does not fit in GPU memory", "GB needed", "> 48.3 GB"}},
     {"--model without --cluster",
      {"--model", "phi-2", "--parallel", "fsdp=8"},
      2,

@@ -1097,14 +1097,22 @@ TEST(GeneratorMemory, ActivationsFollowTheModelsShapes) {
 
 TEST(GeneratorMemory, PipelineStagesHoldWhatTheirOrderKeepsInFlight) {
   // Llama 3's balancing: 6 blocks on pp=4 run as 1, 2, 2, 1. The first stage holds 4 micro-
-  // batches of its one block.
+  // batches of its one block, the second 3 of its two: the second peaks (6 blocks).
   ModelSpec m = gpt_like();
   m.layers = 6;
   const double block = 128.0 * 2 * 256 * 34 + 128.0 * 2 * 4 * 8;
   const ActivationFootprint f =
       activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
-  EXPECT_EQ(f.units_in_flight, 4);
-  EXPECT_DOUBLE_EQ(f.held, std::max(4 * block, block + 128.0 * 2 * 1024 * 4));
+  EXPECT_EQ(f.stage, 1);
+  EXPECT_EQ(f.units_in_flight, 3);
+  EXPECT_DOUBLE_EQ(f.held, 6 * block);
+  // 8 blocks run as 2 per stage: the first stage peaks (4 x 2), above the last (2 and logits).
+  m.layers = 8;
+  const ActivationFootprint even =
+      activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
+  EXPECT_EQ(even.stage, 0);
+  EXPECT_EQ(even.units_in_flight, 4);
+  EXPECT_DOUBLE_EQ(even.held, 8 * block);
   // Interleaved: 14 blocks on pp=2 x vpp=4 virtual stages of 2 (the first and the last a block
   // short). Stage 0 runs chunks 0, 2, 4 and 6 (1, 2, 2 and 2 blocks); with 4 micro-batches its
   // warm-up is (2 - 1) x 2 + (4 - 1) x 2 = 8 forward units, and the 9th comes before the first
