@@ -1173,16 +1173,18 @@ struct PaperRow {
 const PaperRow kTable2[] = {
     {"phi-2", "fsdp=8", 2, 16, "a40-nvlink", 1, 0, false},
     {"phi-2", "fsdp=16", 2, 32, "a40-pcie", 2, 0, false},
-    // Llama 3 at its 8,192 tokens would keep 36.5 GB of activations (s b h x 34 x 32 blocks):
-    // with 14 GB of sharded weights and optimizer it does not fit. 4,096 does.
+    // Llama 3 at its 8,192 tokens would keep 40.7 GB of activations (34.0 d bytes per token and
+    // block x 32 blocks, and 4.2 GB of the loss's fp32 softmax over 128K tokens): with 14 GB of
+    // sharded weights and optimizer it does not fit. 4,096 does.
     {"llama3-8b", "fsdp=8", 1, 16, "a40-pcie", 1, 4096, false},
     {"llama3-8b", "fsdp=16", 1, 32, "a40-nvlink", 2, 4096, false},
     {"mpt-7b", "fsdp=8", 1, 16, "a40-nvlink", 1, 0, false},
     {"mpt-7b", "fsdp=16", 1, 32, "a40-pcie", 2, 0, false},
     {"phi-2", "tp=8", 8, 512, "a40-pcie", 1, 0, false},
     {"phi-2", "tp=8,dp=2", 8, 512, "a40-nvlink", 2, 0, false},
-    // Llama 3, mbs 4 at 8,192 tokens over tp=8: s b h (10 + 24/8) x 32 blocks = 56 GB of
-    // activations; full recomputation keeps each block's input only (8.6 GB).
+    // Llama 3, mbs 4 at 8,192 tokens over tp=8: 11.3 d bytes per token and block (the norms'
+    // 8 d whole on every rank, the rest / 8) x 32 blocks = 48 GB of activations; full
+    // recomputation keeps each block's input only (8.6 GB).
     {"llama3-8b", "tp=8", 4, 256, "a40-nvlink", 1, 0, true},
     {"llama3-8b", "tp=8,dp=2", 4, 256, "a40-pcie", 2, 0, true},
     {"mpt-7b", "tp=8", 2, 256, "a40-pcie", 1, 0, false},
@@ -1191,7 +1193,8 @@ const PaperRow kTable2[] = {
     // routed experts per block, 1.4e9 dense): 16 bytes each is 53 GB. Megatron's distributed
     // optimizer (zero=1) shards the dense weights' 12 bytes of fp32 state over the 8 GPUs (the
     // experts have no replica at dp = 1): 38.6 GB of weights, gradients and state; full
-    // recomputation then brings its 16 GB of activations down to 1.5.
+    // recomputation keeps each block's input and one block's whole set, the experts' included
+    // (5.5 GB of activations).
     {"deepseek-moe-16b", "ep=8,zero=1", 2, 16, "a40-nvlink", 1, 0, true},
     {"olmoe-1b-7b", "ep=8", 2, 16, "a40-pcie", 1, 0, false},
 };
