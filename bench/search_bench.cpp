@@ -128,8 +128,8 @@ void register_search_benchmarks() {
   if (const char* env = std::getenv("LAGOM_BENCH_SCALE"); env != nullptr && env[0] == '1') {
     for (int jobs : {1, 2}) {
       benchmark::RegisterBenchmark(
-          fmt::format("BM_Tune/gpt3-175b/128gpu/folded/lagom/j{}", jobs).c_str(), tune,
-          gpt3_case(), search::Method::kLagom, search::Resources::kNccl, jobs, defaults)
+          fmt::format("BM_Tune/gpt3-175b/128gpu/folded/lagom/j{}", jobs).c_str(), tune, gpt3_case(),
+          search::Method::kLagom, search::Resources::kNccl, jobs, defaults)
           ->Unit(benchmark::kSecond)
           ->Iterations(1);
     }

@@ -300,11 +300,10 @@ void print_summary(std::ostream& out, const traces::Workload& w, const traces::E
   if (ctx.memory) {
     const models::MemoryEstimate& m = *ctx.memory;
     // With a pipeline, where the activations peak: stage and forward passes in flight.
-    const std::string held =
-        m.forward_passes_in_flight > 1
-            ? fmt::format(" for {} forward passes in flight on stage {}",
-                          m.forward_passes_in_flight, m.activation_stage)
-            : "";
+    const std::string held = m.forward_passes_in_flight > 1
+                                 ? fmt::format(" for {} forward passes in flight on stage {}",
+                                               m.forward_passes_in_flight, m.activation_stage)
+                                 : "";
     fmt::print(out,
                "memory       {:.1f} GB per GPU (weights {:.1f}, gradients {:.1f}, optimizer "
                "{:.1f}, activations {:.1f}{}, buffers {:.1f})\n",

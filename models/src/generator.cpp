@@ -1321,8 +1321,8 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingCo
         "--mbs{}",
         m.name, to_string(p), mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9,
         mem.optimizer / 1e9, mem.activations / 1e9, act.units_in_flight,
-        act.units_in_flight == 1 ? "" : "es", act.stage, mem.buffers / 1e9,
-        gpu_memory_bytes / 1e9, fp8_weight_copies(p, c)
+        act.units_in_flight == 1 ? "" : "es", act.stage, mem.buffers / 1e9, gpu_memory_bytes / 1e9,
+        fp8_weight_copies(p, c)
             ? "; the weights include Transformer Engine's FP8 weight copies, which ZeRO with "
               "--fp8-param-gather avoids"
             : ""));

@@ -42,8 +42,7 @@ CommConfig resolve_config(const Tables& tables, CollKind kind, std::int64_t byte
         const Algorithm a = pin.algo.value_or(cfg.algo);
         const Protocol p = pin.proto.value_or(Protocol::kSimple);
         constexpr std::int64_t kAnyGrain = 7680;  // a multiple of every protocol's grain
-        auto why =
-            why_illegal(tables, kind, CommConfig{a, p, cfg.transport, 1, 512, kAnyGrain});
+        auto why = why_illegal(tables, kind, CommConfig{a, p, cfg.transport, 1, 512, kAnyGrain});
         throw Error(why ? *why
                         : fmt::format("{} with {}{}{} is disabled on this communicator",
                                       to_string(kind), pin.algo ? to_string(*pin.algo) : "",

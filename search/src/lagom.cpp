@@ -155,8 +155,7 @@ std::vector<Move> first_moves(const Walk& w, const Subspace& s, const SearchOpti
   for (int a = 0; a < 3; ++a) {
     const std::size_t ua = static_cast<std::size_t>(a);
     std::array<int, 3> next = w.idx;
-    next[ua] =
-        std::min(axis_size(s, a) - 1, w.idx[ua] + step_points(o, w.lr[ua], axis_size(s, a)));
+    next[ua] = std::min(axis_size(s, a) - 1, w.idx[ua] + step_points(o, w.lr[ua], axis_size(s, a)));
     moves.emplace_back(next, a);
   }
   return moves;

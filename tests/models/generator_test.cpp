@@ -1062,9 +1062,8 @@ TEST(GeneratorMemory, ActivationsAreKorthikantisForGptShapes) {
   // Without residual dropout, each block drops its two 1-byte masks (s b d x 2).
   ModelSpec no_dropout = m;
   no_dropout.residual_dropout = false;
-  EXPECT_DOUBLE_EQ(
-      estimate_memory(no_dropout, parse_parallelism("dp=1"), config(2, 2)).activations,
-      8 * (block(1, false) - 2 * sbh) + logits(1));
+  EXPECT_DOUBLE_EQ(estimate_memory(no_dropout, parse_parallelism("dp=1"), config(2, 2)).activations,
+                   8 * (block(1, false) - 2 * sbh) + logits(1));
 }
 
 TEST(GeneratorMemory, ActivationsFollowTheModelsShapes) {
@@ -1101,8 +1100,7 @@ TEST(GeneratorMemory, PipelineStagesHoldWhatTheirOrderKeepsInFlight) {
   ModelSpec m = gpt_like();
   m.layers = 6;
   const double block = 128.0 * 2 * 256 * 34 + 128.0 * 2 * 4 * 8;
-  const ActivationFootprint f =
-      activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
+  const ActivationFootprint f = activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
   EXPECT_EQ(f.stage, 1);
   EXPECT_EQ(f.units_in_flight, 3);
   EXPECT_DOUBLE_EQ(f.held, 6 * block);

@@ -112,10 +112,10 @@ struct MemoryEstimate {
 
 // The activation memory of a step's busiest pipeline stage (activation_footprint).
 struct ActivationFootprint {
-  double held = 0;           // bytes kept for backward at the stage's peak
-  int stage = 0;             // that stage (the first, or the last with its logits)
-  int units_in_flight = 0;   // forward units (micro-batch x model chunk) it holds at most
-  double layer_max = 0;      // one layer's whole set for one micro-batch (the largest layer)
+  double held = 0;          // bytes kept for backward at the stage's peak
+  int stage = 0;            // that stage (the first, or the last with its logits)
+  int units_in_flight = 0;  // forward units (micro-batch x model chunk) it holds at most
+  double layer_max = 0;     // one layer's whole set for one micro-batch (the largest layer)
 };
 
 struct StepFigures {

@@ -111,7 +111,7 @@ struct SearchResult {
   Method method = Method::kNccl;
   Time step_time;
   Time nccl_step_time;
-  std::int64_t evaluations = 0;      // including NCCL's baseline and the final check
+  std::int64_t evaluations = 0;  // including NCCL's baseline and the final check
   // Simulations run for them: fewer when a candidate was evaluated before (Evaluator keeps
   // evaluations), more with -j when look-ahead candidates were simulated and not asked for.
   std::int64_t simulations = 0;
