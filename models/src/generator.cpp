@@ -1124,20 +1124,20 @@ ActivationFootprint activation_footprint(const ModelSpec& m, const Parallelism& 
     double live = 0;
     double peak = 0;
     int held = 0;
-    int most = 0;
+    int at_peak = 0;  // forward passes held when the bytes peak
     for (const PipelineUnit& u : pipeline_order(p.pp, p.vpp, stage, static_cast<int>(micro))) {
       const double b = unit[static_cast<std::size_t>(u.chunk * p.pp + stage)];
       live += u.forward ? b : -b;
       held += u.forward ? 1 : -1;
       if (live > peak) {
         peak = live;
+        at_peak = held;
       }
-      most = std::max(most, held);
     }
     if (peak > f.held) {
       f.held = peak;
       f.stage = stage;
-      f.units_in_flight = most;
+      f.units_in_flight = at_peak;
     }
   }
   return f;

@@ -114,7 +114,7 @@ struct MemoryEstimate {
 struct ActivationFootprint {
   double held = 0;          // bytes kept for backward at the stage's peak
   int stage = 0;            // that stage (the first, or the last with its logits)
-  int units_in_flight = 0;  // forward units (micro-batch x model chunk) it holds at most
+  int units_in_flight = 0;  // forward units (micro-batch x model chunk) held at that peak
   double layer_max = 0;     // one layer's whole set for one micro-batch (the largest layer)
 };
 
