@@ -1310,7 +1310,6 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingCo
                       double gpu_memory_bytes) {
   const MemoryEstimate mem = estimate_memory(m, p, c);
   if (gpu_memory_bytes > 0 && mem.total() > gpu_memory_bytes) {
-    const ActivationFootprint act = activation_footprint(m, p, c);
     throw Error(fmt::format(
         "{} with {}: does not fit in GPU memory: {:.1f} GB needed (weights {:.1f}, gradients "
         "{:.1f}, optimizer {:.1f}, activations {:.1f} for {} forward pass{} in flight on "
@@ -1320,8 +1319,9 @@ void check_gpu_memory(const ModelSpec& m, const Parallelism& p, const TrainingCo
         "model parallelism, sequence parallelism (sp), ZeRO/FSDP, --recompute, or a smaller "
         "--mbs{}",
         m.name, to_string(p), mem.total() / 1e9, mem.weights / 1e9, mem.gradients / 1e9,
-        mem.optimizer / 1e9, mem.activations / 1e9, act.units_in_flight,
-        act.units_in_flight == 1 ? "" : "es", act.stage, mem.buffers / 1e9, gpu_memory_bytes / 1e9,
+        mem.optimizer / 1e9, mem.activations / 1e9, mem.forward_passes_in_flight,
+        mem.forward_passes_in_flight == 1 ? "" : "es", mem.activation_stage, mem.buffers / 1e9,
+        gpu_memory_bytes / 1e9,
         fp8_weight_copies(p, c)
             ? "; the weights include Transformer Engine's FP8 weight copies, which ZeRO with "
               "--fp8-param-gather avoids"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -135,8 +136,11 @@ std::optional<std::string> why_illegal_on(const CommInfo& c, const Tables* table
         "can corrupt data",
         what, c.env.ll128_c2c && c.compcap >= 90 ? "PXN" : "PXB");
   }
-  // Remaining NCCL_ALGO/NCCL_PROTO exclusions and zero-bandwidth entries.
-  if (c.nranks > 1 && (tables != nullptr ? *tables : tune_model(c)).bandwidth(coll, a, p) == 0) {
+  // Remaining NCCL_ALGO/NCCL_PROTO exclusions and zero-bandwidth entries (the tables at hand,
+  // not a copy of them: this runs for every collective call of every simulation).
+  std::optional<Tables> built;
+  const Tables& t = tables != nullptr ? *tables : built.emplace(tune_model(c));
+  if (c.nranks > 1 && t.bandwidth(coll, a, p) == 0) {
     return fmt::format("{}: disabled on this communicator (zero bandwidth in NCCL's model{})", what,
                        c.env.algo.empty() && c.env.proto.empty() ? "" : ", NCCL_ALGO/NCCL_PROTO");
   }

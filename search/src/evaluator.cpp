@@ -56,8 +56,15 @@ constexpr std::size_t kMemo = 4096;
 
 // One simulation and the overrides it runs with: the evaluator's own, or one per extra thread.
 struct Evaluator::Worker final : sim::ConfigSource {
+  // Runs `simulation` with the overrides of `classes` collective classes (class_of: by op).
+  Worker(std::unique_ptr<sim::Simulation> simulation, const std::vector<std::int32_t>& class_of,
+         std::size_t classes)
+      : sim(std::move(simulation)), class_of_op(&class_of), current(classes), active(classes, 0) {
+    sim->set_config_source(this);
+  }
+
   std::unique_ptr<sim::Simulation> sim;
-  const std::vector<std::int32_t>* class_of_op = nullptr;
+  const std::vector<std::int32_t>* class_of_op;
   std::vector<nccl::ConfigOverride> current;
   std::vector<char> active;
 
@@ -73,14 +80,12 @@ struct Evaluator::Worker final : sim::ConfigSource {
 Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& cluster,
                      const hardware::HardwareProfile& profile, SpaceOptions space, bool contention)
     : w_(w), space_(space) {
-  auto own = std::make_unique<Worker>();
-  own->sim = std::make_unique<sim::Simulation>(w, cluster, profile,
+  auto own = std::make_unique<sim::Simulation>(w, cluster, profile,
                                                sim::SimulationOptions{contention, {}});
   // Every evaluation runs the step again: the compute ops' times alone are computed once.
-  own->sim->mutable_cost()->memoize_alone();
-  cost_ = own->sim->cost();
-  workers_.push_back(std::move(own));
-  const traces::ExecutionGraph& graph = workers_.front()->sim->graph();
+  own->mutable_cost()->memoize_alone();
+  cost_ = own->cost();
+  const traces::ExecutionGraph& graph = own->graph();
   class_of_op_.assign(w.op_count(), -1);
   using ClassKey = std::tuple<int, std::int64_t, int, int>;
   std::map<ClassKey, std::int32_t> index;
@@ -148,11 +153,7 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
                               nccl::to_string(c.coll), c.bytes, c.nranks));
     }
   }
-  Worker& mine = *workers_.front();
-  mine.class_of_op = &class_of_op_;
-  mine.current.resize(classes_.size());
-  mine.active.assign(classes_.size(), 0);
-  mine.sim->set_config_source(&mine);
+  workers_.push_back(std::make_unique<Worker>(std::move(own), class_of_op_, classes_.size()));
 }
 
 Evaluator::~Evaluator() = default;
@@ -253,13 +254,8 @@ std::vector<Evaluation> Evaluator::evaluate_all(
   };
   const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(jobs_), tasks);
   while (workers_.size() < threads) {
-    auto w = std::make_unique<Worker>();
-    w->sim = workers_.front()->sim->sibling();
-    w->class_of_op = &class_of_op_;
-    w->current.resize(classes_.size());
-    w->active.assign(classes_.size(), 0);
-    w->sim->set_config_source(w.get());
-    workers_.push_back(std::move(w));
+    workers_.push_back(
+        std::make_unique<Worker>(workers_.front()->sim->sibling(), class_of_op_, classes_.size()));
   }
   std::vector<std::exception_ptr> errors(tasks);
   // Each thread takes the next task; a result lands at its candidate's index, so which thread

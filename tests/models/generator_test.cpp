@@ -1095,32 +1095,40 @@ TEST(GeneratorMemory, ActivationsFollowTheModelsShapes) {
 }
 
 TEST(GeneratorMemory, PipelineStagesHoldWhatTheirOrderKeepsInFlight) {
-  // Llama 3's balancing: 6 blocks on pp=4 run as 1, 2, 2, 1. The first stage holds 4 micro-
-  // batches of its one block, the second 3 of its two: the second peaks (6 blocks).
-  ModelSpec m = gpt_like();
-  m.layers = 6;
+  struct Case {
+    const char* what;
+    int layers;
+    const char* par;
+    int gbs;  // mbs 2
+    int stage;
+    int units_in_flight;
+    int blocks;  // held at the peak
+  };
+  const Case cases[] = {
+      // Llama 3's balancing: 6 blocks on pp=4 run as 1, 2, 2, 1. The first stage holds 4
+      // micro-batches of its one block, the second 3 of its two: the second peaks (6 blocks).
+      {"short first stage", 6, "pp=4", 16, 1, 3, 6},
+      // 8 blocks run as 2 per stage: the first stage peaks (4 x 2), above the last (2 and
+      // logits).
+      {"even stages", 8, "pp=4", 16, 0, 4, 8},
+      // Interleaved: 14 blocks on pp=2 x vpp=4 virtual stages of 2 (the first and the last a
+      // block short). Stage 0 runs chunks 0, 2, 4 and 6 (1, 2, 2 and 2 blocks); with 4
+      // micro-batches its warm-up is (2 - 1) x 2 + (4 - 1) x 2 = 8 forward units, and the 9th
+      // comes before the first backward: micro-batches 0-2 of chunk 0 and 0-1 of chunks 1-3,
+      // 3 + 4 + 4 + 4 = 15 blocks.
+      {"interleaved", 14, "pp=2,vpp=4", 8, 0, 9, 15},
+  };
   const double block = 128.0 * 2 * 256 * 34 + 128.0 * 2 * 4 * 8;
-  const ActivationFootprint f = activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
-  EXPECT_EQ(f.stage, 1);
-  EXPECT_EQ(f.units_in_flight, 3);
-  EXPECT_DOUBLE_EQ(f.held, 6 * block);
-  // 8 blocks run as 2 per stage: the first stage peaks (4 x 2), above the last (2 and logits).
-  m.layers = 8;
-  const ActivationFootprint even =
-      activation_footprint(m, parse_parallelism("pp=4"), config(2, 16));
-  EXPECT_EQ(even.stage, 0);
-  EXPECT_EQ(even.units_in_flight, 4);
-  EXPECT_DOUBLE_EQ(even.held, 8 * block);
-  // Interleaved: 14 blocks on pp=2 x vpp=4 virtual stages of 2 (the first and the last a block
-  // short). Stage 0 runs chunks 0, 2, 4 and 6 (1, 2, 2 and 2 blocks); with 4 micro-batches its
-  // warm-up is (2 - 1) x 2 + (4 - 1) x 2 = 8 forward units, and the 9th comes before the first
-  // backward: micro-batches 0-2 of chunk 0 and 0-1 of chunks 1-3, 3 + 4 + 4 + 4 = 15 blocks.
-  m.layers = 14;
-  const ActivationFootprint g =
-      activation_footprint(m, parse_parallelism("pp=2,vpp=4"), config(2, 8));
-  EXPECT_EQ(g.stage, 0);
-  EXPECT_EQ(g.units_in_flight, 9);
-  EXPECT_DOUBLE_EQ(g.held, 15 * block);
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    ModelSpec m = gpt_like();
+    m.layers = k.layers;
+    const ActivationFootprint f =
+        activation_footprint(m, parse_parallelism(k.par), config(2, k.gbs));
+    EXPECT_EQ(f.stage, k.stage);
+    EXPECT_EQ(f.units_in_flight, k.units_in_flight);
+    EXPECT_DOUBLE_EQ(f.held, k.blocks * block);
+  }
 }
 
 TEST(GeneratorMemory, AModelThatDoesNotFitIsAnErrorNamingTheGigabytes) {
