@@ -251,6 +251,7 @@ Json cluster_json(const topo::ClusterSpec& s) {
   c["nodes"] = s.nodes;
   c["gpus_per_node"] = s.gpus_per_node;
   c["gpus"] = s.gpu_count();
+  c["nccl_version"] = std::string(nccl::to_string(s.nccl_version));
   Json in;
   in["kind"] = std::string(to_string(s.intra_node.kind));
   if (s.intra_node.nvlink) {
@@ -378,7 +379,7 @@ std::string algorithm_text(const topo::AlgorithmPaths& a) {
                      classes_text(a.link_classes));
 }
 
-void print_communicator(const topo::CommunicatorInfo& i) {
+void print_communicator(const topo::CommunicatorInfo& i, nccl::Version version) {
   print_field("communicator",
               fmt::format("all {} GPUs: {} x {}", i.nranks, count_of(i.nnodes, "node", "nodes"),
                           count_of(i.ranks_per_node_max, "rank", "ranks")));
@@ -400,10 +401,11 @@ void print_communicator(const topo::CommunicatorInfo& i) {
   print_field(
       "  nccl search",
       fmt::format("estimate: {}, bwIntra {} / bwInter {} per channel, "
-                  "typeIntra {}, typeInter {}",
+                  "typeIntra {}, typeInter {} (NCCL {})",
                   count_of(static_cast<std::size_t>(i.nccl.channels), "channel", "channels"),
                   bandwidth(i.nccl.bw_intra_GBps), bandwidth(i.nccl.bw_inter_GBps),
-                  to_string(i.nccl.type_intra), to_string(i.nccl.type_inter)));
+                  to_string(i.nccl.type_intra), to_string(i.nccl.type_inter),
+                  nccl::to_string(version)));
 }
 
 // The document the spec was read from, for the input hash.
@@ -463,6 +465,8 @@ int cluster_command(const std::vector<std::string>& args) {
       "PATH=VALUE: what-if, set a cluster field, e.g. network.nic_speed_Gbps=800 (repeatable)")(
       "scale", po::value(&what_if.scale)->composing(),
       "PATH=FACTOR: what-if, multiply a numeric cluster field (repeatable, after every --set)")(
+      "nccl-version", po::value(&what_if.nccl_version),
+      "the NCCL release whose topology search to estimate: 2.28 (default) or 2.18")(
       "export", po::value(&export_path),
       "write the cluster (with --nodes, --set and --scale applied) as a cluster JSON file that "
       "--cluster reads back");
@@ -488,12 +492,20 @@ int cluster_command(const std::vector<std::string>& args) {
     node_count = nodes.value;
   }
 
-  const bool edited = !what_if.set.empty() || !what_if.scale.empty() || !export_path.empty();
+  const bool edited = !what_if.set.empty() || !what_if.scale.empty() || !export_path.empty() ||
+                      !what_if.nccl_version.empty();
   std::optional<topo::Cluster> loaded;
   if (edited) {
     what_if.cluster = cluster_name;
     what_if.nodes = nodes;
-    const nlohmann::ordered_json doc = overridden_cluster_document(what_if);
+    nlohmann::ordered_json doc = overridden_cluster_document(what_if);
+    if (!what_if.nccl_version.empty()) {
+      try {
+        doc["nccl_version"] = nccl::to_string(nccl::version_named(what_if.nccl_version));
+      } catch (const Error& e) {
+        throw po::error(fmt::format("--nccl-version: {}", e.what()));
+      }
+    }
     const std::string text = doc.dump(1) + "\n";
     topo::ClusterSpec spec = topo::cluster_spec_of(
         {text,
@@ -557,7 +569,7 @@ int cluster_command(const std::vector<std::string>& args) {
     print_field("fabric", fabric_text(s));
   }
   fmt::print("\n");
-  print_communicator(info);
+  print_communicator(info, s.nccl_version);
   if (!s.assumptions.empty()) {
     fmt::print("\nassumptions\n");
     for (const std::string& a : s.assumptions) {

@@ -44,6 +44,9 @@ void add_hardware_options(po::options_description& desc, HardwareOptions& opts) 
       "nccl-env", po::value(&opts.nccl_env)->composing(),
       "NAME=VALUE: an NCCL environment variable the job runs with, e.g. NCCL_MIN_CTAS=8 "
       "(repeatable; over the cluster file's nccl_env; docs/models.md §2)")(
+      "nccl-version", po::value(&opts.nccl_version),
+      "the NCCL release to emulate: 2.28 (2.28.9, the default) or 2.18 (2.18.3, the Lagom "
+      "paper's baseline); over the cluster file's nccl_version (docs/models.md §2)")(
       "set", po::value(&opts.set)->composing(),
       "PATH=VALUE: what-if, set a cluster or profile field before validation, e.g. "
       "network.nic_speed_Gbps=800 or gpu.sms=100 (repeatable; prefix cluster. or profile. when "
@@ -234,8 +237,15 @@ Hardware load_hardware(const HardwareOptions& opts) {
                     "times less bandwidth")});
   }
   topologies::Cluster cluster(std::move(cluster_spec));
-  if (!opts.nccl_env.empty()) {
+  if (!opts.nccl_env.empty() || !opts.nccl_version.empty()) {
     topologies::ClusterSpec spec = cluster.spec();
+    if (!opts.nccl_version.empty()) {
+      try {
+        spec.nccl_version = nccl::version_named(opts.nccl_version);
+      } catch (const Error& e) {
+        throw Error(fmt::format("--nccl-version: {}", e.what()));
+      }
+    }
     for (const std::string& kv : opts.nccl_env) {
       const auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) {
@@ -247,6 +257,7 @@ Hardware load_hardware(const HardwareOptions& opts) {
   }
   {
     nccl::CommInfo check;  // names and values are checked here, before any modelling
+    check.version = cluster.spec().nccl_version;
     try {
       nccl::apply_env(cluster.spec().nccl_env, check);
     } catch (const Error& e) {

@@ -28,6 +28,7 @@ struct HardwareOptions {
   NodeCount nodes;                    // absent: the cluster's own node count
   std::string profile;                // "" : the built-in profile of the cluster's GPU type
   std::vector<std::string> nccl_env;  // NAME=VALUE, over the cluster file's nccl_env
+  std::string nccl_version;           // "2.18" or "2.28", over the cluster file's ("": keep)
   // What-if overrides of cluster and profile fields (docs/whatif.md): PATH=VALUE and
   // PATH=FACTOR; every --set first, then every --scale, each in the order given.
   std::vector<std::string> set;

@@ -128,6 +128,108 @@ std::int64_t coll_chunk_bytes(const Tables& t, CollKind coll, Algorithm algo, Pr
   return chunk / grain * grain;
 }
 
+// computeColl (nccl@v2.18.3-1 src/enqueue.cc): the chunk of each of the `nchannels` channels a
+// 2.18 collective runs on, from the whole buffer of `nbytes`. Unlike 2.28 the adaptive loops
+// start from the raw step (before LL's halving and LL128's 15/16), Tree/Simple shrinks with the
+// tree depth, NVLS is capped at a fixed 128 KiB, NVLSTree starts at the Simple step, and nothing
+// is rounded to a protocol grain.
+std::int64_t coll_chunk_bytes_218(const Tables& t, CollKind coll, Algorithm algo, Protocol proto,
+                                  int nchannels, std::int64_t nbytes) {
+  const CommInfo& c = t.comm;
+  const std::int64_t step_size = buff_size(c, proto) / kSteps;
+  const bool ring_simple = proto == Protocol::kSimple && algo == Algorithm::kRing;
+  const int chunk_steps =
+      ring_simple && (coll == CollKind::kAllReduce || coll == CollKind::kAllGather ||
+                      coll == CollKind::kReduceScatter)
+          ? kCollChunkSteps
+          : 1;
+  std::int64_t chunk = step_size * chunk_steps;
+  const std::int64_t nch = nchannels;
+  const std::int64_t log2_nodes = std::max<std::int64_t>(0, log2i(c.nnodes));
+  if (algo == Algorithm::kTree && proto == Protocol::kSimple) {
+    const std::int64_t depth = ppn_int(c) - 1 + log2_nodes;  // connect.cc connectTrees
+    while (nbytes / (nch * chunk) < depth * 8 && chunk > 131072) {
+      chunk /= 2;
+    }
+    while (nbytes / (nch * chunk) < depth * 4 && chunk > 65536) {
+      chunk /= 2;
+    }
+    while (nbytes / (nch * chunk) < depth && chunk > 32768) {
+      chunk /= 2;
+    }
+  } else if (algo == Algorithm::kCollNetDirect) {
+    const std::int64_t heads = std::max(1, c.collnet_heads);
+    const std::int64_t depth = ppn_int(c) > 1 ? 2 : 1;
+    while (nbytes / (nch * heads * chunk) < depth * 64 && chunk > 131072) {
+      chunk /= 2;
+    }
+    while (nbytes / (nch * heads * chunk) < depth * 8 && chunk > 65536) {
+      chunk /= 2;
+    }
+    while (nbytes / (nch * heads * chunk) < depth * 8 && chunk > 32768) {
+      chunk /= 2;
+    }
+  } else if (algo == Algorithm::kCollNetChain) {
+    chunk = std::min<std::int64_t>(std::int64_t{256} * 1024,
+                                   c.env.buffsize_bytes / kSteps * chunk_steps);
+    const std::int64_t depth = ppn_int(c);
+    while (nbytes / (nch * chunk) < depth * 64 && chunk > 131072) {
+      chunk /= 2;
+    }
+    while (nbytes / (nch * chunk) < depth * 8 && chunk > 65536) {
+      chunk /= 2;
+    }
+    while (nbytes / (nch * chunk) < depth && chunk > 32768) {
+      chunk /= 2;
+    }
+  } else if (algo == Algorithm::kNvls || algo == Algorithm::kNvlsTree) {
+    const std::int64_t ops = nch * std::max(1, c.nvls_heads);
+    if (algo == Algorithm::kNvls) {
+      chunk = std::min<std::int64_t>(chunk, 131072);
+      if (nbytes < 64 * (ops * chunk) && chunk > 65536) {
+        chunk = 65536;
+      }
+      if (nbytes < 8 * (ops * chunk) && chunk > 32768) {
+        chunk = 32768;
+      }
+      if (nbytes < 2 * (ops * chunk) && chunk > 16384) {
+        chunk = 16384;
+      }
+    } else {
+      if (nbytes < 32 * (ops * chunk) && chunk > 262144) {
+        chunk = 262144;
+      }
+      if (nbytes < 16 * (ops * chunk) && chunk > 131072) {
+        chunk = 131072;
+      }
+      if (nbytes < 4 * (ops * chunk) && chunk > 65536) {
+        chunk = 65536;
+      }
+      if (nbytes < 1 * (ops * chunk) && chunk > 32768) {
+        chunk = 32768;
+      }
+    }
+  } else if (algo == Algorithm::kTree && proto == Protocol::kLL128) {
+    const float ppn = static_cast<float>(c.nranks) / static_cast<float>(c.nnodes);
+    const float nsteps_ll128 = static_cast<float>(1 + static_cast<double>(log2_nodes) + 0.1 * ppn);
+    // NOLINTNEXTLINE(bugprone-integer-division)
+    while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 64 / ppn && chunk > 131072) {
+      chunk /= 2;
+    }
+    // NOLINTNEXTLINE(bugprone-integer-division)
+    while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 16 / ppn && chunk > 32768) {
+      chunk /= 2;
+    }
+  }
+  if (proto == Protocol::kLL) {
+    return chunk / 2;
+  }
+  if (proto == Protocol::kLL128) {
+    return chunk / kLl128LineElems * kLl128DataElems;
+  }
+  return chunk;
+}
+
 int traffic_per_byte(CollKind coll, int nranks) {  // ncclFuncTrafficPerByte
   switch (coll) {
     case CollKind::kAllReduce:
@@ -204,10 +306,14 @@ CellSplit cell_split(CollKind coll, Protocol proto, int nranks, std::int64_t cou
 Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol proto,
                        std::int64_t nbytes, int plugin_nchannels) {
   const CommInfo& c = t.comm;
+  const bool v218 = c.version == Version::k2_18;
   Choice out;
   out.config.algo = algo;
   out.config.proto = proto;
   out.config.transport = transport_of(c);
+  if (v218 && plugin_nchannels > 0) {
+    throw Error("NCCL 2.18 has no tuner plugin to set a collective's channel count");
+  }
 
   // topoGetAlgoInfo: channel and thread reduction.
   int nc = c.nchannels;
@@ -228,8 +334,8 @@ Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol 
       nc_switch /= 2;
     }
   } else if (algo == Algorithm::kNvls || algo == Algorithm::kNvlsTree) {
-    nc = c.nnodes > 1 && algo == Algorithm::kNvls ? std::min(c.nvls_channels, c.nchannels)
-                                                  : c.nvls_channels;
+    nc = c.nnodes > 1 && algo == Algorithm::kNvls && !v218 ? std::min(c.nvls_channels, c.nchannels)
+                                                           : c.nvls_channels;
     if (nc < 1) {  // no NVLink SHARP here: NCCL never runs it (and the cell split needs nc >= 1)
       throw Error(fmt::format("{} needs NVLink SHARP channels; this communicator has none",
                               to_string(algo)));
@@ -254,8 +360,8 @@ Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol 
     }
   }
   nt = nt / kWarpSize < 3 ? 3 * kWarpSize : nt;
-  if (algo == Algorithm::kTree || algo == Algorithm::kPat) {
-    nt = kMaxNthreads;
+  if (!v218 && (algo == Algorithm::kTree || algo == Algorithm::kPat)) {
+    nt = kMaxNthreads;  // (2.18 keeps Tree's own count)
   }
   if (plugin_nchannels > 0) {
     nc = plugin_nchannels;  // getAlgoInfo: a tuner's nChannels overrides nMaxChannels
@@ -263,6 +369,14 @@ Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol 
   out.max_channels = nc;
   out.config.nthreads = nt / kWarpSize * kWarpSize;
 
+  // 2.18 (computeColl, addCollToPlan): every algorithm runs on all nc channels, each with the
+  // chunk computed from the whole buffer; there are no cells.
+  if (v218) {
+    out.config.nchannels = std::max(1, nc);
+    out.config.chunk_bytes =
+        coll_chunk_bytes_218(t, coll, algo, proto, out.config.nchannels, nbytes);
+    return out;
+  }
   // scheduleCollTasksToPlan: CollNet kinds (and multi-node NVLS) run on all nMaxChannels with one
   // chunk computed from the whole buffer; the others split cells over channels.
   const bool is_collnet = algo == Algorithm::kCollNetDirect || algo == Algorithm::kCollNetChain ||
@@ -300,50 +414,92 @@ Choice plan_p2p(const Tables& t, CollKind coll, std::int64_t nbytes) {
   const bool network = c.nnodes > 1;
   const std::int64_t bytes = coll == CollKind::kAllToAll ? nbytes / c.nranks : nbytes;
 
-  const int n_channels_max = c.p2p_nchannels_per_peer;
-  int n_channels_min = n_channels_max;
-  while (n_channels_min * c.nranks > c.p2p_nchannels && n_channels_min > 1) {
-    n_channels_min /= 2;
-  }
-  // init.cc: p2pChunkSize by topology, capped at BUFFSIZE / NCCL_STEPS.
+  // init.cc: p2pChunkSize by topology, capped at BUFFSIZE / NCCL_STEPS (2.28 only).
   std::int64_t p2p_chunk = c.nnodes > 1   ? c.env.p2p_net_chunk_bytes
                            : c.all_nvlink ? c.env.p2p_nvl_chunk_bytes
                                           : c.env.p2p_pci_chunk_bytes;
-  if (p2p_chunk * kSteps > c.env.buffsize_bytes) {
-    p2p_chunk = c.env.buffsize_bytes / kSteps;
-  }
   // LL needs LL buffers on the connection: network p2p connections have none by default.
   const bool ll_buffers = !network || c.env.alloc_p2p_net_ll_buffers;
-  const bool proto_ll = ll_buffers && bytes <= n_channels_max * c.env.p2p_ll_threshold_bytes;
-  const Protocol proto = proto_ll ? Protocol::kLL : Protocol::kSimple;
-  out.config.proto = proto;
-  std::int64_t step_size = proto_ll ? c.env.ll_buffsize_bytes / kSteps : p2p_chunk;
-  std::int64_t chunk = step_size;
-  if (c.env.chunk_size_bytes != 0) {
-    chunk = c.env.chunk_size_bytes;
-  } else if (network) {
-    if (proto == Protocol::kSimple && bytes < step_size) {
-      chunk /= 4;
-    } else if (bytes < 8 * step_size) {
-      chunk /= 2;
-    }
-  }
-  std::int64_t data = chunk;
-  if (proto_ll) {
-    data /= 2;
-  }
-  data = u32fp8_round(static_cast<std::uint32_t>(data));
-  out.config.chunk_bytes = data;
-
   int nch = 1;
-  if (bytes > 0) {
-    const std::int64_t min_part = c.nnodes > 1 ? step_size / 2 : step_size / 8;
-    const std::int64_t max_part = c.nnodes > 1 ? step_size : step_size * 32;
-    nch = static_cast<int>(std::min<std::int64_t>(n_channels_min, div_up(bytes, min_part)));
-    std::int64_t part = std::max(min_part, div_up(bytes, nch));
-    while (part > max_part && nch <= n_channels_max / 2) {
-      nch *= 2;
-      part = div_up(bytes, nch);
+  if (c.version == Version::k2_18) {
+    // nccl@v2.18.3-1 enqueue.cc (scheduleP2pTasksToPlan, addP2pToPlan) and proxy.cc: pieces
+    // sized from p2pChunkSize alone, the protocol chosen per piece (we report the first).
+    int n_max = c.p2p_nchannels_per_peer;
+    int n_min = n_max;
+    if (c.nnodes == 1) {
+      while (n_min * c.nranks > c.p2p_nchannels && n_min > 1) {
+        n_min /= 2;
+      }
+      while (n_max * c.nranks > c.p2p_nchannels * 4 && n_max > 1) {
+        n_max /= 2;
+      }
+    }
+    const std::int64_t min_size = p2p_chunk / 8;
+    const std::int64_t max_size = c.nnodes > 1 ? p2p_chunk : p2p_chunk * 32;
+    std::int64_t piece = bytes;
+    if (bytes > 0) {
+      int n = n_min;
+      std::int64_t size = std::max(min_size, div_up(bytes, n));
+      while (size > max_size && n <= n_max / 2) {
+        n *= 2;
+        size = div_up(bytes, n);
+      }
+      const std::int64_t piece_max = div_up(size, min_size) * min_size;
+      nch = static_cast<int>(div_up(bytes, piece_max));
+      piece = std::min(bytes, piece_max);
+    }
+    const bool proto_ll = ll_buffers && piece <= c.env.p2p_ll_threshold_bytes;
+    out.config.proto = proto_ll ? Protocol::kLL : Protocol::kSimple;
+    std::int64_t chunk = proto_ll ? c.env.ll_buffsize_bytes / kSteps : p2p_chunk;
+    if (network) {
+      if (piece < chunk) {
+        chunk /= 4;
+      } else if (piece < 8 * chunk) {
+        chunk /= 2;
+      }
+    }
+    if (c.env.chunk_size_bytes != 0) {
+      chunk = c.env.chunk_size_bytes;
+    }
+    out.config.chunk_bytes = proto_ll ? chunk / 2 : chunk;
+  } else {
+    const int n_channels_max = c.p2p_nchannels_per_peer;
+    int n_channels_min = n_channels_max;
+    while (n_channels_min * c.nranks > c.p2p_nchannels && n_channels_min > 1) {
+      n_channels_min /= 2;
+    }
+    if (p2p_chunk * kSteps > c.env.buffsize_bytes) {
+      p2p_chunk = c.env.buffsize_bytes / kSteps;
+    }
+    const bool proto_ll = ll_buffers && bytes <= n_channels_max * c.env.p2p_ll_threshold_bytes;
+    const Protocol proto = proto_ll ? Protocol::kLL : Protocol::kSimple;
+    out.config.proto = proto;
+    std::int64_t step_size = proto_ll ? c.env.ll_buffsize_bytes / kSteps : p2p_chunk;
+    std::int64_t chunk = step_size;
+    if (c.env.chunk_size_bytes != 0) {
+      chunk = c.env.chunk_size_bytes;
+    } else if (network) {
+      if (proto == Protocol::kSimple && bytes < step_size) {
+        chunk /= 4;
+      } else if (bytes < 8 * step_size) {
+        chunk /= 2;
+      }
+    }
+    std::int64_t data = chunk;
+    if (proto_ll) {
+      data /= 2;
+    }
+    data = u32fp8_round(static_cast<std::uint32_t>(data));
+    out.config.chunk_bytes = data;
+    if (bytes > 0) {
+      const std::int64_t min_part = c.nnodes > 1 ? step_size / 2 : step_size / 8;
+      const std::int64_t max_part = c.nnodes > 1 ? step_size : step_size * 32;
+      nch = static_cast<int>(std::min<std::int64_t>(n_channels_min, div_up(bytes, min_part)));
+      std::int64_t part = std::max(min_part, div_up(bytes, nch));
+      while (part > max_part && nch <= n_channels_max / 2) {
+        nch *= 2;
+        part = div_up(bytes, nch);
+      }
     }
   }
   out.max_channels = nch;

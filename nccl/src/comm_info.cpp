@@ -18,6 +18,27 @@ namespace lagom::nccl {
 
 using namespace internal;  // NOLINT(google-build-using-namespace): this module's own rules
 
+std::string_view to_string(Version v) {
+  return v == Version::k2_18 ? "2.18" : "2.28";
+}
+
+Version version_named(std::string_view text) {
+  if (text == "2.18" || text == "2.18.3") {
+    return Version::k2_18;
+  }
+  if (text == "2.28" || text == "2.28.9") {
+    return Version::k2_28;
+  }
+  throw Error(fmt::format(
+      "unknown NCCL version '{}' (the emulation follows 2.18 = 2.18.3, the Lagom paper's "
+      "baseline, and 2.28 = 2.28.9, the default)",
+      text));
+}
+
+int max_channels(Version v) {
+  return v == Version::k2_18 ? kMaxChannels218 : kMaxChannels;
+}
+
 const GraphInfo& CommInfo::graph(Algorithm a) const {
   switch (a) {
     case Algorithm::kTree:
@@ -59,10 +80,14 @@ CommInfo resolve_comm_info(const CommInfo& info) {
   if (c.max_local_ranks == 0) {
     c.max_local_ranks = static_cast<int>(div_up(c.nranks, c.nnodes));
   }
+  const int max_ch = max_channels(c.version);
   if (c.max_ctas < 1 || c.max_ctas > kMaxChannels || c.min_ctas < 1 || c.min_ctas > kMaxChannels) {
     throw Error(fmt::format("NCCL communicator: min/max CTAs must be in 1..{}, got {}/{}",
                             kMaxChannels, c.min_ctas, c.max_ctas));
   }
+  // parseCommConfig caps both at MAXCHANNELS (32 in 2.18: its default maxCTAs).
+  c.max_ctas = std::min(c.max_ctas, max_ch);
+  c.min_ctas = std::min(c.min_ctas, max_ch);
   if (c.min_ctas > c.max_ctas) {  // parseCommConfig: both become max
     c.min_ctas = c.max_ctas;
   }
@@ -74,24 +99,31 @@ CommInfo resolve_comm_info(const CommInfo& info) {
   if (c.nchannels == 0) {
     int nc = std::max(
         1, std::min(c.ring.nchannels, c.tree.nchannels > 0 ? c.tree.nchannels : c.ring.nchannels));
-    nc = std::min(kMaxChannels, nc * 2);
+    nc = std::min(max_ch, nc * 2);
     if (c.collnet_enable && c.collnet_chain.bw_intra_GBps > c.collnet_chain.bw_inter_GBps &&
         c.nranks > c.nnodes) {
-      nc = std::min(kMaxChannels, nc + nc / 2);
+      nc = std::min(max_ch, nc + nc / 2);
     }
-    if (c.compcap >= 90 && c.nnodes > 1 && c.ring.bw_intra_GBps > 45.0 && nc < 16) {
-      nc = std::min(kMaxChannels, 2 * nc);
-    }
-    if (c.unpack_net_device && c.nnodes > 1 && nc < 16) {
-      nc = std::min(kMaxChannels, 2 * nc);
+    if (c.version == Version::k2_18) {
+      // 2.18.3: only sm90 exactly, and only while the doubled count fits MAXCHANNELS.
+      if (c.compcap == 90 && c.nnodes > 1 && c.ring.bw_intra_GBps > 45.0 && 2 * nc <= max_ch) {
+        nc *= 2;
+      }
+    } else {
+      if (c.compcap >= 90 && c.nnodes > 1 && c.ring.bw_intra_GBps > 45.0 && nc < 16) {
+        nc = std::min(max_ch, 2 * nc);
+      }
+      if (c.unpack_net_device && c.nnodes > 1 && nc < 16) {
+        nc = std::min(max_ch, 2 * nc);
+      }
     }
     nc = std::min(nc, c.max_ctas);
     nc = std::max(nc, c.min_ctas);
     c.nchannels = nc;
   }
-  if (c.nchannels < 1 || c.nchannels > kMaxChannels) {
-    throw Error(fmt::format("NCCL communicator: nchannels must be in 1..{}, got {}", kMaxChannels,
-                            c.nchannels));
+  if (c.nchannels < 1 || c.nchannels > max_ch) {
+    throw Error(fmt::format("NCCL communicator: nchannels must be in 1..{} (NCCL {}), got {}",
+                            max_ch, to_string(c.version), c.nchannels));
   }
   // nvls.cc:ncclNvlsInit and connect.cc:connectNvls.
   if (c.nvls_heads == 0) {
@@ -100,8 +132,10 @@ CommInfo resolve_comm_info(const CommInfo& info) {
   if (!c.nvls_support || c.nvls_heads == 0) {
     c.nvls_channels = 0;
   } else if (c.nvls_channels == 0) {
-    const int def = c.compcap >= 100 ? (c.nnodes > 1 ? kNvlsChannelsSm100 : kNvlsChannelsSm100Nvl)
-                                     : kNvlsChannelsSm90;
+    // 2.18.3 has only NCCL_NVLS_NCHANNELS' default of 16.
+    const int def = c.compcap >= 100 && c.version != Version::k2_18
+                        ? (c.nnodes > 1 ? kNvlsChannelsSm100 : kNvlsChannelsSm100Nvl)
+                        : kNvlsChannelsSm90;
     c.nvls_channels = std::max(c.min_ctas, std::min(c.max_ctas, def));
   }
   if (c.collnet_heads == 0) {
@@ -109,16 +143,16 @@ CommInfo resolve_comm_info(const CommInfo& info) {
   }
   // paths.cc:ncclTopoComputeP2pChannels (NVLink peers on NVSwitch systems have enough links to
   // not limit the per-peer count; PCIe peers get 2; network peers 2, halved while
-  // 2 * nRanks > 4 * p2pnChannels).
+  // 2 * nRanks > 4 * p2pnChannels; 2.18.3 never halves them).
   if (c.p2p_nchannels == 0 || c.p2p_nchannels_per_peer == 0) {
-    const int p2p_pre = std::max(1, std::min(c.nchannels, kMaxChannels));
+    const int p2p_pre = std::max(1, std::min(c.nchannels, max_ch));
     int min_channels = p2p_pre;
     if (!c.all_nvlink && c.nnodes == 1) {
       min_channels = std::min(min_channels, 2);
     }
     if (c.nnodes > 1) {
       int net = 2;
-      while (net * c.nranks > p2p_pre * 4 && net > 1) {
+      while (c.version != Version::k2_18 && net * c.nranks > p2p_pre * 4 && net > 1) {
         net /= 2;
       }
       min_channels = std::min(min_channels, std::max(1, net));

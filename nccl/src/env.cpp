@@ -116,6 +116,12 @@ void apply_env(const std::map<std::string, std::string>& vars, CommInfo& info) {
       throw Error(fmt::format(
           "unknown NCCL environment variable '{}' (the NCCL emulation reads: {})", name, known));
     }
+    if (info.version == Version::k2_18 &&
+        (name == "NCCL_PAT_ENABLE" || name == "NCCL_LL128_C2C" || name == "NCCL_NVLS_CHUNKSIZE")) {
+      throw Error(fmt::format(
+          "{} does not exist in NCCL 2.18 (it came later; the emulation is at --nccl-version 2.18)",
+          name));
+    }
     it->second(name, value, info, ch);
   }
   // connect.cc: channels are capped by min(NCCL_MAX_NCHANNELS, maxCTAs) and then copied up to

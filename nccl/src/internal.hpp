@@ -63,6 +63,33 @@ inline constexpr TunerConstants kNcclTunerConstants = {
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 43.8}},
 };
 
+// NCCL 2.18.3's constants (nccl@v2.18.3-1 src/graph/tuning.cc). 2.18 has no PAT (its row stays
+// 0) and no Blackwell row: sm90 and above use the Hopper row, so the fourth row repeats it.
+inline constexpr TunerConstants kNccl218TunerConstants = {
+    // baseLat {LL, LL128, Simple}
+    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4},     // Tree, Ring
+     {6.8, 14.0, 0}, {6.8, 14.0, 0},       // CollNetDirect, CollNetChain
+     {0, 0, 23.0}, {0, 0, 23.0},           // NVLS, NVLSTree
+     {0, 0, 0}},                           // (no PAT)
+    // hwLat
+    {{{.6, 1.25, 4}, {.6, 1.9, 3.4}, {0, 0, 8.0}, {0, 0, 4.75}, {0, 0, 0}, {0, 0, 0},
+      {0, 0, 0}},                                                                      // NVLINK
+     {{1.0, 1.9, 6}, {1.0, 2.5, 5.7}, {0, 0, 8.0}, {0, 0, 8.0}, {0, 0, 0}, {0, 0, 0},
+      {0, 0, 0}},                                                                      // PCI
+     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 10.7}, {0, 0, 14}, {0, 0, 18}, {0, 0, 19},
+      {0, 0, 0}}},                                                                     // NET
+    // llMaxBws
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}},
+    // perChMaxRingLL128Bws
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {36.7, 36.7, 36.7}},
+    // perChMaxTreeLL128Bws
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {36.7, 36.7, 29.0}},
+    // perChMaxTreeBws
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {38.7, 41.4, 36.0}},
+    // (no perChMaxNVLSTreeBws in 2.18)
+    {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
+};
+
 // nvlsEfficiency[compcap index] (tuning.cc).
 inline constexpr float kNvlsEfficiency[4] = {0.0f, 0.0f, 0.85f, 0.74f};
 
@@ -78,6 +105,7 @@ inline constexpr float kTreeCorrectionFactor[kProtocolCount][23] = {
 
 inline constexpr int kWarpSize = 32;                // WARP_SIZE
 inline constexpr int kMaxChannels = 64;             // MAXCHANNELS
+inline constexpr int kMaxChannels218 = 32;          // MAXCHANNELS in 2.18.3 (devcomm.h)
 inline constexpr int kMaxNthreads = 640;            // NCCL_MAX_NTHREADS
 inline constexpr int kSimpleMaxNthreads = 512;      // NCCL_SIMPLE_MAX_NTHREADS
 inline constexpr int kLlMaxNthreads = 512;          // NCCL_LL_MAX_NTHREADS
@@ -92,6 +120,7 @@ inline constexpr std::int64_t kSimpleThreadThreshold = 64;  // NCCL_SIMPLE_THREA
 inline constexpr std::int64_t kCollNetThreadThreshold = 512;
 inline constexpr double kPciBw_GBps = 12.0;                      // PCI_BW (topo.h)
 inline constexpr int kMaxDevWorkBatchColls = 1024 / 96;          // 1024 / sizeof(ncclDevWorkColl)
+inline constexpr int kMaxWorkElements218 = 9;                    // NCCL_MAX_WORK_ELEMENTS, 2.18.3
 inline constexpr int kMaxDirectArity = 7;                        // NCCL_MAX_DIRECT_ARITY
 inline constexpr int kMaxNvlsArity = 32;                         // NCCL_MAX_NVLS_ARITY
 inline constexpr std::int64_t kMinTrafficPerChannel = 16 << 10;  // scheduleCollTasksToPlan
@@ -155,9 +184,9 @@ inline float net_overhead_us(const CommInfo& c) {
   return 1.0f;
 }
 
-// ncclPatEnable (tuning.cc).
+// ncclPatEnable (tuning.cc). 2.18 has no PAT.
 inline bool pat_enabled(const CommInfo& c) {
-  if (c.compcap < 60) {
+  if (c.version == Version::k2_18 || c.compcap < 60) {
     return false;
   }
   if (c.env.pat_enable != 2) {
@@ -210,8 +239,12 @@ inline std::uint32_t u32fp8_round(std::uint32_t x) {
   return m << e;
 }
 
-// Which algorithms ncclTopoTuneModel computes for a function (§1.1).
-inline bool algo_computed_for(CollKind coll, Algorithm a) {
+// Which algorithms ncclTopoTuneModel computes for a function (§1.1). 2.18.3: Ring only for every
+// function but AllReduce, and no PAT.
+inline bool algo_computed_for(CollKind coll, Algorithm a, Version v) {
+  if (v == Version::k2_18) {
+    return a != Algorithm::kPat && (coll == CollKind::kAllReduce || a == Algorithm::kRing);
+  }
   switch (coll) {
     case CollKind::kBroadcast:
     case CollKind::kReduce:
@@ -229,8 +262,17 @@ inline bool algo_computed_for(CollKind coll, Algorithm a) {
   return false;
 }
 
+// The LL128 default (tuning.cc). 2.18.3 enables it on sm70, sm80 and sm90 only (not on sm86, an
+// A40's, or sm89) and has no NCCL_LL128_C2C.
 inline bool ll128_enabled_by_default(const CommInfo& c, const GraphInfo& g) {
   bool on = true;
+  if (c.version == Version::k2_18) {
+    on = on &&
+         (g.type_inter <= PathType::kPxb || (c.compcap >= 90 && g.type_inter <= PathType::kPxn));
+    on = on && g.type_intra <= PathType::kNvb;
+    on = on && c.compcap == c.max_compcap;
+    return on && (c.compcap == 70 || c.compcap == 80 || c.compcap == 90);
+  }
   if (c.env.ll128_c2c && c.compcap >= 90) {
     on = on && g.type_inter <= PathType::kPxn;
   } else {

@@ -30,9 +30,9 @@ std::optional<std::string> why_illegal_on(const CommInfo& c, const Tables* table
   const std::string what = fmt::format("{}/{} for {}", to_string(a), to_string(p), to_string(coll));
 
   // Channels and threads (§1.3-1.4).
-  if (config.nchannels < 1 || config.nchannels > kMaxChannels) {
-    return fmt::format("{}: {} channels is outside 1..{} (MAXCHANNELS)", what, config.nchannels,
-                       kMaxChannels);
+  if (config.nchannels < 1 || config.nchannels > max_channels(c.version)) {
+    return fmt::format("{}: {} channels is outside 1..{} (MAXCHANNELS of NCCL {})", what,
+                       config.nchannels, max_channels(c.version), to_string(c.version));
   }
   if (config.nthreads % kWarpSize != 0) {
     return fmt::format("{}: {} threads is not a multiple of the warp size ({})", what,
@@ -75,12 +75,14 @@ std::optional<std::string> why_illegal_on(const CommInfo& c, const Tables* table
   }
 
   // Algorithm per function (§1.1, ncclTopoTuneModel).
-  if (!algo_computed_for(coll, a)) {
+  if (!algo_computed_for(coll, a, c.version)) {
     return fmt::format(
-        "{}: NCCL does not implement {} for {} (Broadcast/Reduce: Ring; "
-        "AllGather/ReduceScatter: Ring, PAT, NVLS, CollNetDirect; AllReduce: all "
-        "but PAT)",
-        what, to_string(a), to_string(coll));
+        "{}: NCCL {} does not implement {} for {} ({})", what, to_string(c.version), to_string(a),
+        to_string(coll),
+        c.version == Version::k2_18
+            ? "AllReduce: Tree, Ring, CollNet, NVLS, NVLSTree; every other function: Ring"
+            : "Broadcast/Reduce: Ring; AllGather/ReduceScatter: Ring, PAT, NVLS, CollNetDirect; "
+              "AllReduce: all but PAT");
   }
   if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree || a == Algorithm::kPat) &&
       p != Protocol::kSimple) {
@@ -131,10 +133,11 @@ std::optional<std::string> why_illegal_on(const CommInfo& c, const Tables* table
   }
   if (p == Protocol::kLL128 && !ll128_enabled_by_default(c, c.graph(a))) {
     return fmt::format(
-        "{}: NCCL disables LL128 here (it needs sm70+, one compute capability, "
+        "{}: NCCL {} disables LL128 here (it needs {}, one compute capability, "
         "NVLink intra-node paths (<= NVB) and inter-node paths <= {}); forcing it "
         "can corrupt data",
-        what, c.env.ll128_c2c && c.compcap >= 90 ? "PXN" : "PXB");
+        what, to_string(c.version), c.version == Version::k2_18 ? "sm70, sm80 or sm90" : "sm70+",
+        (c.version == Version::k2_18 || c.env.ll128_c2c) && c.compcap >= 90 ? "PXN" : "PXB");
   }
   // Remaining NCCL_ALGO/NCCL_PROTO exclusions and zero-bandwidth entries (the tables at hand,
   // not a copy of them: this runs for every collective call of every simulation).

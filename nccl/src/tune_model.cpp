@@ -26,26 +26,30 @@ double Tables::bandwidth(CollKind c, Algorithm a, Protocol p) const {
   return bandwidth_GBps[index_of(c)][index_of(a)][index_of(p)];
 }
 
-Tables tune_model(const CommInfo& info) {
-  Tables t;
-  t.comm = resolve_comm_info(info);
-  const CommInfo& c = t.comm;
-  const TunerConstants& k = kNcclTunerConstants;
-  double hw_lat[3][kAlgorithmCount][kProtocolCount];
+namespace {
+
+using HwLatency = std::array<std::array<std::array<double, kProtocolCount>, kAlgorithmCount>, 3>;
+
+HwLatency hw_latencies(const TunerConstants& k) {
+  HwLatency hw{};
   for (int h = 0; h < 3; ++h) {
     for (int a = 0; a < kAlgorithmCount; ++a) {
       for (int p = 0; p < kProtocolCount; ++p) {
-        hw_lat[h][a][p] = k.hw_latency_us[h][a][p];
+        hw[h][a][p] = k.hw_latency_us[h][a][p];
       }
     }
   }
+  return hw;
+}
+
+// Threads per CTA (tuning.cc, start of ncclTopoTuneModel; the same in 2.18.3).
+void set_max_threads(Tables& t) {
+  const CommInfo& c = t.comm;
   const int ring = index_of(Algorithm::kRing);
   const int tree = index_of(Algorithm::kTree);
   const int simple = index_of(Protocol::kSimple);
   const int ll = index_of(Protocol::kLL);
   const int ll128 = index_of(Protocol::kLL128);
-
-  // Threads per CTA (tuning.cc, start of ncclTopoTuneModel).
   const int simple_default_threads =
       c.ring.bw_intra_GBps * c.ring.nchannels <= kPciBw_GBps ? 256 : kSimpleMaxNthreads;
   t.max_threads[ring][simple] =
@@ -61,12 +65,18 @@ Tables tune_model(const CommInfo& info) {
   t.max_threads[ring][ll128] = t.max_threads[tree][ll128] = get_nthreads(
       c.env.ll128_nthreads, kLl128MaxNthreads / 4, kLl128MaxNthreads, kLl128MaxNthreads);
   // (PAT's max threads stay 0, as in NCCL; topoGetAlgoInfo forces 640 later.)
+}
 
+// ncclTopoTuneModel's latency and bandwidth tables, NCCL 2.28.9.
+void fill_2_28(Tables& t) {
+  const CommInfo& c = t.comm;
+  const int ring = index_of(Algorithm::kRing);
+  const int tree = index_of(Algorithm::kTree);
+  const int simple = index_of(Protocol::kSimple);
+  const TunerConstants& k = kNcclTunerConstants;
+  HwLatency hw_lat = hw_latencies(k);
   const int n_nodes = c.nnodes;
   const int n_ranks = c.nranks;
-  if (n_ranks <= 1) {
-    return t;
-  }
 
   const int cc_index = compcap_index(c.compcap);
   const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
@@ -100,7 +110,7 @@ Tables tune_model(const CommInfo& info) {
                            : n_ranks;
     for (int a = 0; a < kAlgorithmCount; ++a) {
       const Algorithm algo = static_cast<Algorithm>(a);
-      if (!algo_computed_for(ck, algo)) {
+      if (!algo_computed_for(ck, algo, Version::k2_28)) {
         continue;
       }
       const GraphInfo& g = c.graph(algo);
@@ -273,8 +283,177 @@ Tables tune_model(const CommInfo& info) {
       }
     }
   }
+}
 
-  // Protocol/algorithm enables (tuning.cc): LL128 is "2" (auto) unless NCCL_PROTO says otherwise.
+// ncclTopoTuneModel's latency and bandwidth tables, NCCL 2.18.3 (nccl@v2.18.3-1
+// src/graph/tuning.cc). What differs from 2.28.9: AllGather, ReduceScatter, Broadcast and Reduce
+// are Ring only; Ring LL runs at 1/4 (1/3 for single-node AllGather/ReduceScatter/Broadcast) of
+// the bus bandwidth, not 1/2; Ring LL128 at 0.7 with one rank per node; the Tree cap applies to
+// every protocol; NVLS and NVLSTree use fixed algorithm-bandwidth ratios (5/6 and
+// 0.7 n / (2 (n - 1))) with no NVLS efficiency; the latencies are 2.18's constants, NVLS's a 23
+// us base plus the network hop, and a Ring AllReduce counts 2 nNodes network steps.
+void fill_2_18(Tables& t) {
+  const CommInfo& c = t.comm;
+  const int ring = index_of(Algorithm::kRing);
+  const int tree = index_of(Algorithm::kTree);
+  const int simple = index_of(Protocol::kSimple);
+  const int ll = index_of(Protocol::kLL);
+  const int ll128 = index_of(Protocol::kLL128);
+  const TunerConstants& k = kNccl218TunerConstants;
+  HwLatency hw_lat = hw_latencies(k);
+  const int n_nodes = c.nnodes;
+  const int n_ranks = c.nranks;
+  // log2i of 2.18 (utils.h) is 0 for 0 and 1.
+  const auto log2i_218 = [](std::int64_t n) { return std::max<std::int64_t>(0, log2i(n)); };
+  const int cc_index = c.compcap >= 90 ? 2 : c.compcap >= 80 ? 1 : 0;
+  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
+  const int index1 = n_nodes == 1 ? cc_index : c.cpu_vendor == CpuVendor::kAmd ? 1 : 0;
+  const double ll_max_bw = k.ll_max_bw_GBps[index1][index2];
+  const double per_ch_max_tree_bw = k.per_ch_max_tree_bw_GBps[cc_index][index2];
+  const double per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw_GBps[cc_index][index2];
+  const double per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw_GBps[cc_index][index2];
+  if (c.cpu_arch == CpuArch::kPower) {
+    hw_lat[kHwPci][tree][simple] = hw_lat[kHwPci][ring][simple];
+  }
+  const float ppn = static_cast<float>(n_ranks) / static_cast<float>(n_nodes);
+  const int ppn_i = ppn_int(c);
+  int intra_hw[kAlgorithmCount];
+  int hw[kAlgorithmCount];
+  for (int a = 0; a < kAlgorithmCount; ++a) {
+    intra_hw[a] =
+        c.graph(static_cast<Algorithm>(a)).type_intra == PathType::kNvl ? kHwNvlink : kHwPci;
+    hw[a] = n_nodes == 1 ? intra_hw[a] : kHwNet;
+  }
+  for (int coll = 0; coll < kTunedCollCount; ++coll) {
+    const CollKind ck = static_cast<CollKind>(coll);
+    const int nsteps = ck == CollKind::kAllReduce ? 2 * (n_ranks - 1)
+                       : (ck == CollKind::kReduceScatter || ck == CollKind::kAllGather)
+                           ? n_ranks - 1
+                           : n_ranks;
+    const int n_inter_steps = ck == CollKind::kAllReduce ? (n_nodes > 1 ? 2 * n_nodes : 0)
+                              : (ck == CollKind::kReduceScatter || ck == CollKind::kAllGather)
+                                  ? n_nodes - 1
+                                  : n_nodes;
+    for (int a = 0; a < kAlgorithmCount; ++a) {
+      const Algorithm algo = static_cast<Algorithm>(a);
+      if (!algo_computed_for(ck, algo, Version::k2_18)) {
+        continue;
+      }
+      const GraphInfo& g = c.graph(algo);
+      const double nch = g.nchannels;
+      for (int p = 0; p < kProtocolCount; ++p) {
+        const Protocol proto = static_cast<Protocol>(p);
+        if ((algo == Algorithm::kNvls || algo == Algorithm::kNvlsTree) &&
+            proto != Protocol::kSimple) {
+          continue;
+        }
+        const bool collnet = algo == Algorithm::kCollNetDirect || algo == Algorithm::kCollNetChain;
+        const float bw =
+            static_cast<float>(n_nodes <= 2 || collnet ? g.bw_intra_GBps : g.bw_inter_GBps);
+        float bus_bw = static_cast<float>(g.nchannels) * bw;
+        if (algo == Algorithm::kRing && p == ll) {
+          const bool quarter = n_nodes > 1 || ck == CollKind::kAllReduce || ck == CollKind::kReduce;
+          bus_bw =
+              static_cast<float>(std::min(ll_max_bw, bus_bw * (quarter ? 1.0 / 4.0 : 1.0 / 3.0)));
+        }
+        if (algo == Algorithm::kRing && p == ll128) {
+          bus_bw = static_cast<float>(
+              std::min(bus_bw * (ppn < 2 ? 0.7 : 0.92), nch * per_ch_max_ring_ll128_bw));
+        }
+        if (algo == Algorithm::kTree) {
+          bus_bw = static_cast<float>(std::min(bus_bw * .92, nch * per_ch_max_tree_bw));
+        }
+        if (algo == Algorithm::kTree && p == ll) {
+          bus_bw = static_cast<float>(std::min(bus_bw * 1.0 / 3.8, ll_max_bw));
+        }
+        if (algo == Algorithm::kTree && p == ll128) {
+          bus_bw = static_cast<float>(std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                                               nch * per_ch_max_tree_ll128_bw));
+        }
+        if (algo == Algorithm::kTree && c.tree_unbalanced) {
+          bus_bw = static_cast<float>(bus_bw * .85);
+        }
+        if (collnet && p != simple) {
+          bus_bw = 0;
+        }
+        if (algo == Algorithm::kCollNetDirect && p == simple) {
+          float factor = static_cast<float>(ppn / (1.0 * g.nchannels));  // GPU/NIC ratio
+          factor -= (factor - 1) / 2;
+          bus_bw /= factor;
+          if (c.compcap >= 90) {
+            bus_bw = static_cast<float>(bus_bw * .85);
+          }
+        }
+        float ratio = 0.5f;
+        if (algo == Algorithm::kRing) {
+          ratio = static_cast<float>((1.0 * n_ranks) / nsteps);
+        } else if (algo == Algorithm::kNvls) {
+          ratio = static_cast<float>(5.0 / 6.0);
+        } else if (algo == Algorithm::kNvlsTree) {
+          ratio = static_cast<float>(.70 * n_nodes / (2 * (n_nodes - 1)));
+        }
+        t.bandwidth_GBps[coll][a][p] = bus_bw * ratio;
+
+        float lat = static_cast<float>(k.base_latency_us[a][p]);
+        const float intra_lat_hw = static_cast<float>(hw_lat[intra_hw[a]][a][p]);
+        float inter_lat = static_cast<float>(hw_lat[kHwNet][a][p] + g.latency_inter_us);
+        if (p == simple) {
+          inter_lat += static_cast<float>(g.latency_inter_us);  // flush
+        }
+        if (algo == Algorithm::kRing) {
+          float hop = static_cast<float>(hw_lat[hw[a]][a][p]);
+          if (ck == CollKind::kReduce || ck == CollKind::kBroadcast) {
+            if (g.same_channels) {
+              lat += hop;
+            } else {
+              if (p == simple) {
+                hop = static_cast<float>(hw_lat[hw[a]][tree][p]);
+              }
+              lat += static_cast<float>(nsteps) * hop;
+            }
+          } else {
+            float net_overhead = 0.0f;
+            if (n_nodes > 1) {
+              net_overhead = net_overhead_us(c);
+              if (p == simple) {
+                net_overhead *= 3;
+              }
+            }
+            const float intra_lat = std::max(intra_lat_hw, net_overhead);
+            lat += static_cast<float>(nsteps - n_inter_steps) * intra_lat +
+                   static_cast<float>(n_inter_steps) * inter_lat;
+          }
+        } else if (algo == Algorithm::kTree) {
+          lat += 2 * (static_cast<float>(ppn_i - 1) * intra_lat_hw +
+                      static_cast<float>(log2i_218(n_nodes)) * inter_lat);
+        } else if (algo == Algorithm::kCollNetDirect) {
+          lat = static_cast<float>(
+              lat +
+              (2 * (static_cast<float>(std::min(1, ppn_i - 1)) * intra_lat_hw + (ppn_i - 1) * 0.5) +
+               inter_lat));
+        } else if (algo == Algorithm::kCollNetChain) {
+          lat += 2 * static_cast<float>(ppn_i - 1) * intra_lat_hw + inter_lat;
+        } else if (algo == Algorithm::kNvls) {
+          if (n_nodes > 1) {
+            lat += static_cast<float>(hw_lat[kHwNet][a][p]);
+          }
+        } else if (algo == Algorithm::kNvlsTree) {
+          lat += 2 * static_cast<float>(n_nodes - 1) * static_cast<float>(hw_lat[kHwNet][a][p]);
+        }
+        t.latency_us[coll][a][p] = lat;
+      }
+    }
+  }
+}
+
+// Protocol/algorithm enables and NCCL_ALGO/NCCL_PROTO (tuning.cc). 2.18.3: NCCL_ALGO is one plain
+// list for every function and never disables Ring outside AllReduce; a list that leaves no
+// algorithm once CollNet is unavailable falls back to Ring and Tree.
+void apply_enables(Tables& t) {
+  const CommInfo& c = t.comm;
+  const bool v218 = c.version == Version::k2_18;
+  const int n_nodes = c.nnodes;
+  const int ll128 = index_of(Protocol::kLL128);
   std::array<std::array<int, kProtocolCount>, kTunedCollCount> proto_enable{};
   std::array<std::array<int, kAlgorithmCount>, kTunedCollCount> algo_enable{};
   for (int f = 0; f < kTunedCollCount; ++f) {
@@ -283,11 +462,24 @@ Tables tune_model(const CommInfo& info) {
     }
     algo_enable[f].fill(1);
   }
+  const auto plain_list_218 = [&](std::string_view name, const std::string& value) {
+    if (v218 && value.find_first_of(":;") != std::string::npos) {
+      throw Error(
+          fmt::format("{}=\"{}\": NCCL 2.18 reads one plain list for every collective; the "
+                      "per-collective \"func:list\" form is 2.28's",
+                      name, value));
+    }
+  };
   if (!c.env.proto.empty()) {
+    plain_list_218("NCCL_PROTO", c.env.proto);
     parse_list(c.env.proto, "NCCL_PROTO", kProtoTokens, proto_enable);
   }
   if (!c.env.algo.empty()) {
+    plain_list_218("NCCL_ALGO", c.env.algo);
     parse_list(c.env.algo, "NCCL_ALGO", kAlgoTokens, algo_enable);
+    if (v218 && algo_enable[0][index_of(Algorithm::kPat)] != (c.env.algo.front() == '^' ? 1 : 0)) {
+      throw Error(fmt::format("NCCL_ALGO=\"{}\": NCCL 2.18 has no PAT", c.env.algo));
+    }
   }
   for (int f = 0; f < kTunedCollCount; ++f) {
     for (int a = 0; a < kAlgorithmCount; ++a) {
@@ -308,22 +500,38 @@ Tables tune_model(const CommInfo& info) {
         algo_enable[f][a] = 0;
       }
     }
+    // 2.18: "CollNet is not supported ..., ignoring NCCL_ALGO=COLLNET".
+    const auto on = [&](Algorithm a) { return algo_enable[f][index_of(a)] != 0; };
+    if (v218 && !c.collnet_enable && !on(Algorithm::kRing) && !on(Algorithm::kTree) &&
+        !on(Algorithm::kNvls) && !on(Algorithm::kNvlsTree)) {
+      algo_enable[f][index_of(Algorithm::kRing)] = algo_enable[f][index_of(Algorithm::kTree)] = 1;
+    }
   }
   for (int f = 0; f < kTunedCollCount; ++f) {
     for (int a = 0; a < kAlgorithmCount; ++a) {
+      // 2.18 never disables Ring outside AllReduce ("allows to run real apps with NCCL_ALGO=TREE").
+      const bool keep_ring =
+          v218 && a == index_of(Algorithm::kRing) && f != index_of(CollKind::kAllReduce);
       for (int p = 0; p < kProtocolCount; ++p) {
         int p_enable = proto_enable[f][p];
         if (p_enable == 2 && p == ll128) {
           p_enable = ll128_enabled_by_default(c, c.graph(static_cast<Algorithm>(a))) ? 1 : 0;
         }
-        if (p_enable == 0 || algo_enable[f][a] == 0) {
+        if (p_enable == 0 || (algo_enable[f][a] == 0 && !keep_ring)) {
           t.bandwidth_GBps[f][a][p] = 0;
         }
       }
     }
   }
+}
 
-  // Per-thread work before more threads/channels are used.
+// Per-thread work before more threads/channels are used (the same in 2.18.3).
+void set_thread_thresholds(Tables& t) {
+  const int n_ranks = t.comm.nranks;
+  const int ring = index_of(Algorithm::kRing);
+  const int simple = index_of(Protocol::kSimple);
+  const int ll = index_of(Protocol::kLL);
+  const int ll128 = index_of(Protocol::kLL128);
   for (int a = 0; a < kAlgorithmCount; ++a) {
     t.thread_threshold[a][ll] = kLlThreadThreshold;
     t.thread_threshold[a][ll128] = kLl128ThreadThreshold;
@@ -332,6 +540,24 @@ Tables tune_model(const CommInfo& info) {
   t.thread_threshold[ring][ll] *= n_ranks;
   t.thread_threshold[index_of(Algorithm::kCollNetDirect)][simple] = kCollNetThreadThreshold;
   t.thread_threshold[index_of(Algorithm::kCollNetChain)][simple] = kCollNetThreadThreshold;
+}
+
+}  // namespace
+
+Tables tune_model(const CommInfo& info) {
+  Tables t;
+  t.comm = resolve_comm_info(info);
+  set_max_threads(t);
+  if (t.comm.nranks <= 1) {
+    return t;
+  }
+  if (t.comm.version == Version::k2_18) {
+    fill_2_18(t);
+  } else {
+    fill_2_28(t);
+  }
+  apply_enables(t);
+  set_thread_thresholds(t);
   return t;
 }
 
@@ -347,7 +573,10 @@ double algo_time_us(const Tables& tables, CollKind coll, Algorithm algo, Protoco
     return -1.0;
   }
   const CommInfo& c = tables.comm;
-  const std::int64_t log_size = log2i(nbytes >> 6);
+  const bool v218 = c.version == Version::k2_18;
+  // 2.18's log2i is 0 for 0 (utils.h), so sizes below 64 B take the first factor.
+  const std::int64_t log_size =
+      v218 ? std::max<std::int64_t>(0, log2i(nbytes >> 6)) : log2i(nbytes >> 6);
   if (algo == Algorithm::kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23) {
     bw *= kTreeCorrectionFactor[index_of(proto)][log_size];
   }
@@ -356,9 +585,9 @@ double algo_time_us(const Tables& tables, CollKind coll, Algorithm algo, Protoco
       nbytes / (static_cast<std::int64_t>(c.nchannels) * c.nranks) >= 64) {
     lat = static_cast<float>(lat * (c.compcap < 80 ? 1.9 : 1.4));  // plateau effect of ring
   }
-  const int lat_count = algo == Algorithm::kRing
-                            ? num_pipe_ops
-                            : static_cast<int>(div_up(num_pipe_ops, kMaxDevWorkBatchColls));
+  const int batch = v218 ? kMaxWorkElements218 : kMaxDevWorkBatchColls;
+  const int lat_count =
+      algo == Algorithm::kRing ? num_pipe_ops : static_cast<int>(div_up(num_pipe_ops, batch));
   const float time = lat * static_cast<float>(lat_count) + static_cast<float>(nbytes) / (1000 * bw);
   return time;
 }

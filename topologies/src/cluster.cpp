@@ -304,6 +304,17 @@ Cluster::Cluster(ClusterSpec spec) {
   const int nics = static_cast<int>(s.network.nics.size());
   const int cc = s.compute_capability;
   const double pcie_nccl = nccl::pcie_bw(s.pcie.generation, s.pcie.lanes);
+  // The CPU interconnect in NCCL's units: the spec's figure (the presets use 2.28's SMP
+  // constants). NCCL 2.18.3 (topo.cc) joins AMD sockets at LOC_BW and knows no Xeon past
+  // Skylake's 10 GB/s.
+  double cpu_nccl = s.cpu.interconnect_bandwidth_GBps;
+  if (s.nccl_version == nccl::Version::k2_18) {
+    if (s.cpu.vendor == nccl::CpuVendor::kAmd) {
+      cpu_nccl = nccl::kLocBw;
+    } else if (s.cpu.vendor == nccl::CpuVendor::kIntel) {
+      cpu_nccl = std::min(cpu_nccl, 10.0);
+    }
+  }
 
   const auto add_link = [&](std::size_t a, std::size_t b, nccl::LinkClass cls, double bw,
                             double lat, int count, double nccl_bw) {
@@ -344,7 +355,7 @@ Cluster::Cluster(ClusterSpec spec) {
     if (s.intra_node.nvlink) {
       const NvLinkSpec& nv = *s.intra_node.nvlink;
       const double bw = nv.links_per_gpu * nv.link_bandwidth_GBps;
-      const double nccl_bw = nv.links_per_gpu * nccl::nvlink_bw(cc);
+      const double nccl_bw = nv.links_per_gpu * nccl::nvlink_bw(cc, s.nccl_version);
       if (s.intra_node.kind == IntraNodeKind::kNvSwitch) {
         for (int i = 0; i < gpn; ++i) {
           add_link(base + static_cast<std::size_t>(i), nvswitch, nccl::LinkClass::kNvlink, bw,
@@ -381,7 +392,7 @@ Cluster::Cluster(ClusterSpec spec) {
       for (int b = a + 1; b < s.cpu.sockets; ++b) {
         add_link(by_id.at(fmt::format("cpu{}", a)), by_id.at(fmt::format("cpu{}", b)),
                  nccl::LinkClass::kCpuInterconnect, s.cpu.interconnect_bandwidth_GBps,
-                 s.cpu.interconnect_latency_us, 1, s.cpu.interconnect_bandwidth_GBps);
+                 s.cpu.interconnect_latency_us, 1, cpu_nccl);
       }
     }
     if (node == 0) {

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
+#include "lagom/common/error.hpp"
 #include "lagom/common/json_reader.hpp"
 #include "lagom/topologies/cluster_spec.hpp"
 
@@ -340,7 +341,7 @@ ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin,
   }
   expect_object(ctx, doc,
                 {"format", "version", "name", "description", "gpu", "nodes", "intra_node", "pcie",
-                 "cpu", "network", "sources", "assumptions", "nccl_env"});
+                 "cpu", "network", "sources", "assumptions", "nccl_env", "nccl_version"});
 
   ClusterSpec spec;
   spec.origin = std::string(origin);
@@ -401,6 +402,14 @@ ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin,
       } else {
         c.at(name).fail(fmt::format("expected a string or an integer, got {}", type_of(value)));
       }
+    }
+  }
+  if (const json* v = optional_field(doc, "nccl_version")) {
+    const Ctx c = ctx.at("nccl_version");
+    try {
+      spec.nccl_version = nccl::version_named(get_string(c, *v));
+    } catch (const Error& e) {
+      c.fail(e.what());
     }
   }
   if (nodes) {

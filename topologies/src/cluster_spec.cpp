@@ -411,6 +411,9 @@ ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> 
 
 std::string describe_nccl_env(const ClusterSpec& spec) {
   std::string out;
+  if (spec.nccl_version != nccl::kDefaultVersion) {
+    out = fmt::format("NCCL {}", nccl::to_string(spec.nccl_version));
+  }
   for (const auto& [name, value] : spec.nccl_env) {
     out += fmt::format("{}{}={}", out.empty() ? "" : ", ", name, value);
   }

@@ -127,10 +127,9 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
   const std::size_t k = locals.size();
   NcclSearchEstimate est;
 
-  // Path types: the worst ring hop; the GPU-NIC type of the NICs a channel can use.
-  for (std::size_t i = 0; k >= 2 && i < k; ++i) {
-    est.type_intra = std::max(est.type_intra, gpu_route(m, locals[i], locals[(i + 1) % k]).type);
-  }
+  const bool v218 = s.nccl_version == nccl::Version::k2_18;
+  const int max_search = nccl::max_search_channels(s.nccl_version);
+  // The GPU-NIC type of the NICs a channel can use (the worst ring hop's type is taken below).
   est.type_inter = nccl::PathType::kPix;  // NCCL's minTypeInter when there is no NET
 
   // maxBw and totalBw (search.cc ncclTopoSearchInit).
@@ -202,10 +201,46 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
       load *= static_cast<double>(k - 1) / static_cast<double>(k);
     }
   }
+  // When the search may look for different channels (sameChannels 0), a channel can run the ring
+  // backwards and use the other direction of every link. NCCL 2.28 does not try that when the
+  // ring crosses AMD sockets (search.cc); 2.18 always does.
+  for (std::size_t i = 0; k >= 2 && i < k; ++i) {
+    est.type_intra = std::max(est.type_intra, gpu_route(m, locals[i], locals[(i + 1) % k]).type);
+  }
+  const bool reverse_rings =
+      v218 || !(s.cpu.vendor == nccl::CpuVendor::kAmd && est.type_intra == nccl::PathType::kSys);
+  std::set<std::pair<std::size_t, int>> directions;  // every (link, direction) either order loads
+  for (const auto& [key, load] : loads) {
+    directions.insert(key);
+    directions.insert({key.first, 1 - key.second});
+  }
+  const auto load_on = [&](const std::pair<std::size_t, int>& key) {
+    const auto it = loads.find(key);
+    return it == loads.end() ? 0.0 : it->second;
+  };
+  const auto forward_fit = [&](double bw, int reverse) {  // forward rings beside `reverse` back
+    double ch = max_search;
+    for (const auto& key : directions) {
+      const double budget =
+          m.edge(key.first).nccl_bw_GBps / bw - reverse * load_on({key.first, 1 - key.second});
+      const double fwd = load_on(key);
+      if (budget < -kEps) {
+        return -1.0;
+      }
+      if (fwd > 0) {
+        ch = std::min(ch, std::floor(budget / fwd + kEps));
+      }
+    }
+    return ch;
+  };
   const auto channels_at = [&](double bw) {
-    double ch = nccl::kMaxSearchChannels;
-    for (const auto& [key, load] : loads) {
-      ch = std::min(ch, std::floor(m.edge(key.first).nccl_bw_GBps / (bw * load) + kEps));
+    double ch = forward_fit(bw, 0);
+    for (int r = 1; reverse_rings && r <= max_search; ++r) {
+      const double f = forward_fit(bw, r);
+      if (f < 0) {
+        break;
+      }
+      ch = std::max(ch, std::min<double>(max_search, f + r));
     }
     if (multi_node) {
       double nic_ch = 0;
@@ -219,7 +254,7 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
 
   // ncclTopoCompute, pass 1: from the fastest speed the links allow, lower the speed while the
   // next one is above 0.49x the best found; stop when the rings use all of the GPU's bandwidth.
-  const std::span<const double> ladder = nccl::speed_ladder(cc, multi_node);
+  const std::span<const double> ladder = nccl::speed_ladder(cc, multi_node, s.nccl_version);
   std::size_t idx = 0;
   while ((ladder[idx] > max_bw + kEps || ladder[idx] > total_bw + kEps) &&
          idx + 1 < ladder.size()) {
@@ -233,7 +268,7 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
     if (ch >= 1 && ch * bw > best_ch * best_bw + kEps) {
       best_ch = ch;
       best_bw = bw;
-      if (ch >= nccl::kMaxSearchChannels) {
+      if (ch >= max_search) {
         break;  // "perfect": as many channels as the search may make
       }
     }
@@ -253,13 +288,22 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
     est.channels = 1;
     return est;
   }
-  // ncclTopoDupChannels.
-  if (best_bw >= 25.0 && !(cc > 80 && best_bw < 50.0 && best_ch > 4)) {
-    const int dup = std::min(best_ch * 2, nccl::kMaxSearchChannels);
-    best_bw /= (dup + best_ch - 1) / best_ch;
-    best_ch = dup;
+  // ncclTopoDupChannels: 2.28 doubles before its second pass, which then tries every faster speed
+  // with at least as many channels; 2.18 has no second pass for rings and doubles at the end.
+  const auto dup_channels = [&] {
+    if (best_bw >= 25.0 && !(cc > 80 && best_bw < 50.0 && best_ch > 4)) {
+      const int dup = std::min(best_ch * 2, max_search);
+      best_bw /= (dup + best_ch - 1) / best_ch;
+      best_ch = dup;
+    }
+  };
+  if (v218) {
+    dup_channels();
+    est.bw_intra_GBps = est.bw_inter_GBps = best_bw;
+    est.channels = best_ch;
+    return est;
   }
-  // Pass 2: try every faster speed with at least as many channels.
+  dup_channels();
   const int min_ch = best_ch;
   idx = 0;
   while (ladder[idx] > best_bw + kEps && idx + 1 < ladder.size()) {

@@ -12,6 +12,7 @@ namespace lagom::topologies {
 nccl::CommInfo nccl_comm_info(const Cluster& cluster, const CommunicatorInfo& comm) {
   const ClusterSpec& spec = cluster.spec();
   nccl::CommInfo info;
+  info.version = spec.nccl_version;
   info.compcap = spec.compute_capability;
   info.nranks = comm.nranks;
   info.nnodes = comm.nnodes;
@@ -32,8 +33,9 @@ nccl::CommInfo nccl_comm_info(const Cluster& cluster, const CommunicatorInfo& co
   if (comm.nvls_available && spec.intra_node.nvlink) {
     const int heads = std::max(1, comm.ranks_per_node_max);
     const double per_head =
-        spec.intra_node.nvlink->links_per_gpu * nccl::nvlink_bw(info.compcap) / heads;
-    const std::span<const double> ladder = nccl::speed_ladder(info.compcap, /*inter=*/false);
+        spec.intra_node.nvlink->links_per_gpu * nccl::nvlink_bw(info.compcap, info.version) / heads;
+    const std::span<const double> ladder =
+        nccl::speed_ladder(info.compcap, /*inter=*/false, info.version);
     std::size_t i = 0;
     while (i + 1 < ladder.size() && ladder[i] > per_head) {
       ++i;

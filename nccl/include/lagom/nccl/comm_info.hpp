@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "lagom/nccl/comm_config.hpp"
 #include "lagom/nccl/topo.hpp"
+#include "lagom/nccl/version.hpp"
 
 namespace lagom::nccl {
 
@@ -50,6 +52,7 @@ struct Env {
 // What NCCL knows about one communicator when it tunes (fields of ncclComm and its graphs).
 // Fields documented "0: derive" are computed from the others as NCCL does at init.
 struct CommInfo {
+  Version version = kDefaultVersion;
   int compcap = 90;     // minCompCap: 70, 80, 86, 90, 100, ...
   int max_compcap = 0;  // maxCompCap (0: same as compcap)
   int nranks = 8;

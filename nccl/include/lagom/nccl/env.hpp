@@ -15,7 +15,8 @@ namespace lagom::nccl {
 // NCCL_NVLS_CHUNKSIZE, NCCL_P2P_NVL_CHUNKSIZE, NCCL_P2P_PCI_CHUNKSIZE, NCCL_P2P_NET_CHUNKSIZE,
 // NCCL_P2P_LL_THRESHOLD, NCCL_CHUNK_SIZE, NCCL_PAT_ENABLE, NCCL_LL128_C2C, NCCL_NET_OVERHEAD
 // (ns, as NCCL reads it). Throws lagom::Error naming the variable for an unknown name (listing
-// these) or a value NCCL would not parse or accept.
+// these) or a value NCCL would not parse or accept, and for NCCL_PAT_ENABLE, NCCL_LL128_C2C and
+// NCCL_NVLS_CHUNKSIZE when `info.version` is 2.18, which has none of them. Set the version first.
 void apply_env(const std::map<std::string, std::string>& vars, CommInfo& info);
 
 }  // namespace lagom::nccl

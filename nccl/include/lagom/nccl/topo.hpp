@@ -7,6 +7,8 @@
 #include <span>
 #include <string_view>
 
+#include "lagom/nccl/version.hpp"
+
 namespace lagom::nccl {
 
 // NCCL's path types (src/graph/topo.h PATH_*), ordered from closest to farthest, with NCCL's
@@ -42,8 +44,17 @@ std::string_view to_string(CpuVendor vendor);  // "intel", "amd", "mixed", "othe
 inline constexpr double kLocBw = 5000.0;       // LOC_BW: a GPU to itself
 inline constexpr int kMaxSearchChannels = 32;  // graph->maxChannels = MAXCHANNELS / 2
 
-// Per NVLink link, per direction (SM60 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1).
-inline double nvlink_bw(int compute_capability) {
+// The ring search's channel limit, MAXCHANNELS / 2: 32 in 2.28, 16 in 2.18.
+inline int max_search_channels(Version v) {
+  return max_channels(v) / 2;
+}
+
+// Per NVLink link, per direction (SM60 18, SM70/SM80 20, SM86 12, SM90 20.6, SM100 40.1; 2.18.3:
+// 20.0 for SM90 and later).
+inline double nvlink_bw(int compute_capability, Version v = kDefaultVersion) {
+  if (v == Version::k2_18 && compute_capability >= 90) {
+    return 20.0;
+  }
   if (compute_capability >= 100) {
     return 40.1;
   }
@@ -95,7 +106,16 @@ inline constexpr double kSm100Intra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0,
 inline constexpr double kSm100Inter[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
                                          17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 
-inline std::span<const double> speed_ladder(int compute_capability, bool inter) {
+// 2.18.3's sm90 ladders (it has no sm100 ones: sm90 and later use these).
+inline constexpr double kSm90Intra218[] = {60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0};
+inline constexpr double kSm90Inter218[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5,
+                                           15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+
+inline std::span<const double> speed_ladder(int compute_capability, bool inter,
+                                            Version v = kDefaultVersion) {
+  if (v == Version::k2_18 && compute_capability >= 90) {
+    return inter ? std::span<const double>(kSm90Inter218) : std::span<const double>(kSm90Intra218);
+  }
   if (compute_capability >= 100) {
     return inter ? std::span<const double>(kSm100Inter) : std::span<const double>(kSm100Intra);
   }

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lagom/nccl/comm_info.hpp"
 #include "lagom/nccl/topo.hpp"
 
 namespace lagom::topologies {
@@ -193,6 +194,9 @@ struct ClusterSpec {
   // NCCL emulation applies them to every communicator (nccl::apply_env, which names the
   // ones it knows). From the cluster file's "nccl_env" and the commands' --nccl-env.
   std::map<std::string, std::string> nccl_env;
+  // The NCCL release the jobs run (its tuning, channel search and limits): the cluster file's
+  // "nccl_version" ("2.18" or "2.28") or the commands' --nccl-version; 2.28 when neither says.
+  nccl::Version nccl_version = nccl::kDefaultVersion;
   std::vector<SlowGpu> slow_gpus;
   std::vector<SlowLink> slow_links;
 
@@ -269,7 +273,8 @@ ClusterSpec cluster_spec_of(const ClusterDocument& doc, std::optional<int> nodes
 // ones. Throws lagom::Error.
 ClusterSpec load_cluster_spec(std::string_view name_or_path, std::optional<int> nodes = {});
 
-// "NCCL_MIN_CTAS=8, NCCL_NTHREADS=256" (the spec's nccl_env in name order; "" when empty).
+// "NCCL_MIN_CTAS=8, NCCL_NTHREADS=256" (the spec's nccl_env in name order; "" when empty),
+// led by "NCCL 2.18" when the spec's NCCL version is not the default.
 std::string describe_nccl_env(const ClusterSpec& spec);
 
 std::string_view to_string(IntraNodeKind kind);
