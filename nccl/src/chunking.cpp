@@ -311,9 +311,6 @@ Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol 
   out.config.algo = algo;
   out.config.proto = proto;
   out.config.transport = transport_of(c);
-  if (v218 && plugin_nchannels > 0) {
-    throw Error("NCCL 2.18 has no tuner plugin to set a collective's channel count");
-  }
 
   // topoGetAlgoInfo: channel and thread reduction.
   int nc = c.nchannels;
@@ -364,7 +361,9 @@ Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol 
     nt = kMaxNthreads;  // (2.18 keeps Tree's own count)
   }
   if (plugin_nchannels > 0) {
-    nc = plugin_nchannels;  // getAlgoInfo: a tuner's nChannels overrides nMaxChannels
+    // getAlgoInfo: a tuner's nChannels overrides nMaxChannels. 2.18 has no tuner plugin: there
+    // the count is what NCCL_MIN_CTAS = NCCL_MAX_CTAS = n runs a large enough call on.
+    nc = plugin_nchannels;
   }
   out.max_channels = nc;
   out.config.nthreads = nt / kWarpSize * kWarpSize;

@@ -84,8 +84,8 @@ TEST(Traffic, RingOnTheA40HostCrossesTheSocketLinkOnceEachWay) {
   EXPECT_DOUBLE_EQ(f.worst[static_cast<int>(nccl::LinkClass::kCpuInterconnect)], 1.0 / 16.0);
   EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kCpuInterconnect, VertexKind::kCpu), 2.0);
   EXPECT_DOUBLE_EQ(total_leaving(c, f, nccl::LinkClass::kNvlink, VertexKind::kGpu), 4.0);
-  // The slowest hop's wire: GPU-sw-cpu-xGMI-cpu-sw-GPU = 4 PCIe links of 0.25 + 0.5.
-  EXPECT_DOUBLE_EQ(f.intra_latency_us, 1.5);
+  // The slowest hop's wire: GPU-cpu-xGMI-cpu-GPU = 2 PCIe links of 0.25 + 0.5.
+  EXPECT_DOUBLE_EQ(f.intra_latency_us, 1.0);
 }
 
 TEST(Traffic, RingAcrossNodesLeavesEachNodeOnceThroughAllItsNics) {

@@ -90,7 +90,9 @@ CommConfig default_config(const CommInfo& info, CollKind coll, std::int64_t nbyt
 
 // What NCCL runs once algo/proto are fixed (by NCCL_ALGO/NCCL_PROTO or a tuner plugin), with a
 // plugin's nChannels override when `plugin_nchannels` > 0: topoGetAlgoInfo's channel/thread
-// reduction, the cell split and calcCollChunking. Tuned collectives only.
+// reduction, the cell split and calcCollChunking. Tuned collectives only. NCCL 2.18 has no tuner
+// plugin: there `plugin_nchannels` stands for NCCL_MIN_CTAS = NCCL_MAX_CTAS = n on a call large
+// enough to keep them.
 CommConfig config_for(const Tables& tables, CollKind coll, Algorithm algo, Protocol proto,
                       std::int64_t nbytes, int plugin_nchannels = 0);
 
