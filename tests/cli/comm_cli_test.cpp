@@ -75,6 +75,43 @@ TEST(CommCli, NcclEnvironmentIsAWhatIf) {
   EXPECT_TRUE(contains(no_eq.err, "--nccl-env 'X': expected NAME=VALUE")) << no_eq.err;
 }
 
+// --nccl-version 2.18 runs NCCL 2.18.3's choice: on one node of cluster A, 8 channels and 2 MiB
+// chunks for a large all-reduce (the paper's baseline), where 2.28 runs 2. The same option in a
+// cluster file ("nccl_version") gives the same rows; an unknown version is refused by name.
+TEST(CommCli, NcclVersionIsAWhatIf) {
+  const std::vector<std::string> args = {"comm", "--coll", "allreduce", "--cluster", "a40-nvlink",
+                                         "-b",   "64M",    "-e",        "64M",       "--json"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const auto v228 = json_of(run_lagom(args));
+  const auto v218 = json_of(run_lagom(with({"--nccl-version", "2.18"})));
+  EXPECT_EQ(v228["rows"][0]["nchannels"], 2);
+  EXPECT_EQ(v218["rows"][0]["nchannels"], 8);
+  EXPECT_EQ(v218["rows"][0]["chunk_bytes"], 2 << 20);
+  const TempDir dir;
+  const std::string file = (dir.path() / "a40-nccl218.json").string();
+  const CliRun exported =
+      run_lagom({"cluster", "a40-nvlink", "--nccl-version", "2.18.3", "--export", file});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::vector<std::string> from_file = args;
+  from_file[4] = file;
+  const auto f = json_of(run_lagom(from_file));
+  EXPECT_EQ(f["rows"][0]["nchannels"], 8);
+  EXPECT_EQ(f["rows"][0]["time_us"], v218["rows"][0]["time_us"]);
+  const CliRun bad = run_lagom(with({"--nccl-version", "2.19"}));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(contains(bad.err, "--nccl-version: unknown NCCL version '2.19'")) << bad.err;
+  const CliRun pat = run_lagom(with({"--nccl-version", "2.18", "--nccl-env", "NCCL_PAT_ENABLE=1"}));
+  EXPECT_NE(pat.exit_code, 0);
+  EXPECT_TRUE(contains(pat.err, "NCCL_PAT_ENABLE does not exist in NCCL 2.18")) << pat.err;
+  const CliRun wide = run_lagom(with({"--nccl-version", "2.18", "--nchannels", "40"}));
+  EXPECT_NE(wide.exit_code, 0);
+  EXPECT_TRUE(contains(wide.err, "MAXCHANNELS of NCCL 2.18")) << wide.err;
+}
+
 TEST(CommCli, PinnedKnobsAreUsed) {
   const auto j = json_of(run_lagom(
       {"comm", "--coll",     "allreduce", "--cluster", "dgx-h100", "-b",     "64M",

@@ -305,5 +305,73 @@ TEST(NcclSearchEstimate, OneA40PcieNode) {
   EXPECT_EQ(i.nccl.type_inter, nccl::PathType::kPix);
 }
 
+// The paper's cluster A under the NCCL each version's search rules (docs/models.md §2).
+ClusterSpec a40_host(nccl::Version v, bool pcie_switches, nccl::CpuVendor vendor, int nodes = 1) {
+  ClusterSpec s = load_cluster_spec("a40-nvlink", nodes);
+  s.nccl_version = v;
+  s.cpu.vendor = vendor;
+  if (vendor == nccl::CpuVendor::kIntel) {
+    s.cpu.interconnect_bandwidth_GBps = 10.0;  // Skylake's UPI figure in NCCL
+  }
+  if (pcie_switches) {  // a switch per bridged pair, two per socket
+    s.pcie.switches = {{"sw0", "cpu0"}, {"sw1", "cpu0"}, {"sw2", "cpu1"}, {"sw3", "cpu1"}};
+    s.pcie.gpu_attach = {"sw0", "sw0", "sw1", "sw1", "sw2", "sw2", "sw3", "sw3"};
+    s.network.nics[0].attach = "sw0";
+    s.network.nics[1].attach = "sw2";
+  }
+  return s;
+}
+
+TEST(NcclSearchEstimate, ClusterAUnderNccl218FindsThePapersEightChannels) {
+  // 2.18.3 joins AMD sockets at LOC_BW and may run rings backwards (sameChannels 0). maxBw 24
+  // (Gen4 x16), totalBw 48 (4 NVLinks x 12): at 20 a GPU's own x16 link carries one ring each
+  // way (2 x 20 = 40); at 12 two each way, 4 x 12 = 48 = totalBw: stop. 12 < 25: no duplication;
+  // init doubles to the paper's 8.
+  const auto direct = [](nccl::Version v) {
+    return describe_communicator(Cluster(a40_host(v, false, nccl::CpuVendor::kAmd)), iota(8));
+  };
+  const CommunicatorInfo d18 = direct(nccl::Version::k2_18);
+  EXPECT_EQ(d18.nccl.channels, 4);
+  EXPECT_DOUBLE_EQ(d18.nccl.bw_intra_GBps, 12.0);
+  // 2.28.9: AMD_BW 16 on the socket link and no reverse rings across AMD sockets: one at 15.
+  const CommunicatorInfo d28 = direct(nccl::Version::k2_28);
+  EXPECT_EQ(d28.nccl.channels, 1);
+  EXPECT_DOUBLE_EQ(d28.nccl.bw_intra_GBps, 15.0);
+  // Behind a PCIe switch per pair, each switch uplink carries one ring's hop each way: 2 x 12.
+  const CommunicatorInfo sw = describe_communicator(
+      Cluster(a40_host(nccl::Version::k2_18, true, nccl::CpuVendor::kAmd)), iota(8));
+  EXPECT_EQ(sw.nccl.channels, 2);
+  EXPECT_DOUBLE_EQ(sw.nccl.bw_intra_GBps, 12.0);
+  // On Intel the 10 GB/s socket link takes one ring (either way) at 10.
+  const CommunicatorInfo intel = describe_communicator(
+      Cluster(a40_host(nccl::Version::k2_18, false, nccl::CpuVendor::kIntel)), iota(8));
+  EXPECT_EQ(intel.nccl.channels, 1);
+  EXPECT_DOUBLE_EQ(intel.nccl.bw_intra_GBps, 10.0);
+  // Two nodes: the inter ladder's 24 fits one channel per NIC (each behind a Gen4 x16 slot) and
+  // a ring each way on each GPU's link: 2 x 24 = 48 = totalBw.
+  const CommunicatorInfo two = describe_communicator(
+      Cluster(a40_host(nccl::Version::k2_18, false, nccl::CpuVendor::kAmd, 2)), iota(16));
+  EXPECT_EQ(two.nccl.channels, 2);
+  EXPECT_DOUBLE_EQ(two.nccl.bw_inter_GBps, 24.0);
+}
+
+TEST(NcclSearchEstimate, Nccl218HasSixteenSearchChannelsAndDoublesLast) {
+  // One DGX A100 node: 240 GB/s of NVLink; 2.28 finds 6 at 40 and duplicates to 12 at 20. 2.18
+  // (MAXCHANNELS 32, so 16 search channels) does the same: 6 < 16.
+  ClusterSpec s = load_cluster_spec("dgx-a100", 1);
+  s.nccl_version = nccl::Version::k2_18;
+  const CommunicatorInfo a = describe_communicator(Cluster(s), iota(8));
+  EXPECT_EQ(a.nccl.channels, 12);
+  EXPECT_DOUBLE_EQ(a.nccl.bw_intra_GBps, 20.0);
+  // One DGX H100 node: 18 x 20.0 (2.18's SM90 NVLink) = 360; 2.18's sm90 ladder starts at 60:
+  // 6 rings use it all, duplicated to 12 at 30 (2.28: 18 x 20.6, the same 6 x 60, then its pass
+  // 2 cannot raise the speed).
+  ClusterSpec h = load_cluster_spec("dgx-h100", 1);
+  h.nccl_version = nccl::Version::k2_18;
+  const CommunicatorInfo b = describe_communicator(Cluster(h), iota(8));
+  EXPECT_EQ(b.nccl.channels, 12);
+  EXPECT_DOUBLE_EQ(b.nccl.bw_intra_GBps, 30.0);
+}
+
 }  // namespace
 }  // namespace lagom::topologies
