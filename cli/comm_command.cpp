@@ -61,8 +61,9 @@ int comm_command(const std::vector<std::string>& args) {
       "                  [-f FACTOR] [--algo A] [--proto P] [--nchannels N] [--nthreads T]\n"
       "                  [--chunk BYTES] [--profile FILE] [--json]\n\n"
       "Times one collective alone, like nccl-tests' *_perf programs: sizes from -b to -e (the\n"
-      "nccl-tests 'size' column: total bytes of the largest buffer), NCCL 2.28's own choice of\n"
-      "algorithm, protocol, channels, threads and chunk for each size unless pinned.\n\nOptions");
+      "nccl-tests 'size' column: total bytes of the largest buffer), NCCL's own choice of\n"
+      "algorithm, protocol, channels, threads and chunk for each size unless pinned (NCCL 2.28's,\n"
+      "or 2.18's with --nccl-version 2.18).\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "coll", po::value(&coll_name),
       "allreduce | allgather | reducescatter | broadcast | reduce | alltoall | sendrecv")(
@@ -76,7 +77,7 @@ int comm_command(const std::vector<std::string>& args) {
       "Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT")(
       "proto", po::value(&proto_text), "LL, LL128, Simple")(
       "nchannels", integer_option(&nchannels, "--nchannels", 1, kMaxCommandChannels, "channels"),
-      "channels (CTAs), 1..64")(
+      "channels (CTAs), 1..64 (1..32 under --nccl-version 2.18)")(
       "nthreads", integer_option(&nthreads, "--nthreads", 1, kMaxCommandThreads, "threads"),
       "threads per channel, a multiple of 32")("chunk", po::value(&chunk_text),
                                                "chunk size in bytes (e.g. 512K)")(

@@ -74,6 +74,8 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
   r.plan.context.workload = what_of(s);
   r.plan.context.cluster = s.cluster;
   r.plan.context.profile = s.profile;
+  r.plan.context.nccl_version =
+      std::string(nccl::to_string(s.step->hardware->cluster.spec().nccl_version));
 
   if (!out_path.empty()) {
     std::ostringstream ss;

@@ -185,6 +185,7 @@ PlanContext parse_context(const json& v) {
   str("workload", c.workload);
   str("cluster", c.cluster);
   str("profile", c.profile);
+  str("nccl_version", c.nccl_version);
   num("step_time_us", c.step_time_us);
   num("nccl_step_time_us", c.nccl_step_time_us);
   num("evaluations", c.evaluations);
@@ -252,6 +253,7 @@ void write_plan_json(const ConfigPlan& plan, std::ostream& out) {
                   {"workload", c.workload},
                   {"cluster", c.cluster},
                   {"profile", c.profile},
+                  {"nccl_version", c.nccl_version},
                   {"step_time_us", c.step_time_us},
                   {"nccl_step_time_us", c.nccl_step_time_us},
                   {"evaluations", c.evaluations},
@@ -357,10 +359,24 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
 
 StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
   StockNcclFit fit;
+  fit.tuner_plugin = plan.context.nccl_version != "2.18";
   for (const PlanRule& r : plan.rules) {
     if (!nccl::is_tuned(r.coll)) {
       ++fit.alltoall_rules;
       continue;
+    }
+    if (!fit.tuner_plugin) {
+      const int nc = r.nchannels > 0 ? r.nchannels : r.nccl ? r.nccl->nchannels : 0;
+      if (nc > 0) {
+        fit.channels.insert(nc);
+      }
+      if (const auto p = r.proto ? r.proto : r.nccl ? std::optional(r.nccl->proto) : std::nullopt) {
+        fit.protocols.insert(std::string(nccl::to_string(*p)));
+      }
+      const auto a = r.algo ? r.algo : r.nccl ? std::optional(r.nccl->algo) : std::nullopt;
+      if (a && r.coll == nccl::CollKind::kAllReduce) {
+        fit.allreduce_algorithms.insert(std::string(nccl::to_string(*a)));
+      }
     }
     fit.max_channels = std::max(fit.max_channels, r.nchannels);
     // Per rule: more channels than NCCL gave this class on its communicator needs the ceiling
@@ -427,11 +443,22 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
 
 bool StockNcclFit::exact() const {
   return alltoall_rules == 0 && fixed_algorithms.empty() &&
-         std::all_of(env.begin(), env.end(), [](const auto& e) { return e.second.size() <= 1; });
+         std::all_of(env.begin(), env.end(), [](const auto& e) { return e.second.size() <= 1; }) &&
+         (tuner_plugin ||
+          (allreduce_algorithms.size() <= 1 && protocols.size() <= 1 && channels.size() <= 1));
 }
 
 std::string StockNcclFit::summary() const {
   std::vector<std::string> why;
+  if (!tuner_plugin) {
+    for (const auto& [name, n] : {std::pair{"NCCL_ALGO (AllReduce)", allreduce_algorithms.size()},
+                                  std::pair{"NCCL_PROTO", protocols.size()},
+                                  std::pair{"NCCL_MIN_CTAS = NCCL_MAX_CTAS", channels.size()}}) {
+      if (n > 1) {
+        why.push_back(fmt::format("{} would need {} values", name, n));
+      }
+    }
+  }
   for (const auto& [name, values] : env) {
     if (values.size() > 1) {
       why.push_back(fmt::format("{} would need {} values", name, values.size()));
@@ -443,6 +470,19 @@ std::string StockNcclFit::summary() const {
   }
   if (alltoall_rules > 0) {
     why.push_back(fmt::format("{} all-to-all rule(s) tuner plugins never see", alltoall_rules));
+  }
+  if (!tuner_plugin) {
+    if (why.empty()) {
+      return fmt::format(
+          "exactly, through {} process-wide setting(s) (--export-env; NCCL 2.18 loads no tuner "
+          "plugin)",
+          env.size() + (allreduce_algorithms.empty() ? 0 : 1) + (protocols.empty() ? 0 : 1) +
+              (channels.empty() ? 0 : 2));
+    }
+    return fmt::format(
+        "with one value per process only (NCCL 2.18 loads no tuner plugin; --export-env); the "
+        "rest needs a patched NCCL: {}",
+        fmt::join(why, "; "));
   }
   if (why.empty()) {
     const std::size_t settings = env.size() + (min_ctas > 0 ? 1 : 0);
@@ -459,12 +499,31 @@ std::string StockNcclFit::summary() const {
 }
 
 void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
-  out << "# NCCL settings lagom's plan needs that NCCL reads once per process (reference: "
-         "docs/formats/plan.md).\n"
-         "# Per-call algorithm, protocol and channels come from the tuner plugin:\n"
-         "#   export NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-lagom.so\n"
-         "#   export LAGOM_TUNER_PLAN=/path/to/plan.json\n";
   const StockNcclFit fit = stock_nccl_fit(plan);
+  out << "# NCCL settings lagom's plan needs that NCCL reads once per process (reference: "
+         "docs/formats/plan.md).\n";
+  if (fit.tuner_plugin) {
+    out << "# Per-call algorithm, protocol and channels come from the tuner plugin:\n"
+           "#   export NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-lagom.so\n"
+           "#   export LAGOM_TUNER_PLAN=/path/to/plan.json\n";
+  } else {
+    out << "# NCCL 2.18 loads no tuner plugin: the algorithm (AllReduce only), protocol and "
+           "channels are per process too.\n";
+    const auto one = [&](const char* name, const auto& set) {
+      if (set.size() == 1) {
+        out << fmt::format("export {}={}\n", name, *set.begin());
+      } else if (set.size() > 1) {
+        out << fmt::format(
+            "# {}: the plan's rules want {} different values ({}); per-call values need a "
+            "patched NCCL. Not set.\n",
+            name, set.size(), fmt::join(set, ", "));
+      }
+    };
+    one("NCCL_ALGO", fit.allreduce_algorithms);
+    one("NCCL_PROTO", fit.protocols);
+    one("NCCL_MIN_CTAS", fit.channels);
+    one("NCCL_MAX_CTAS", fit.channels);
+  }
   if (!fit.fixed_algorithms.empty()) {
     out << fmt::format(
         "# Not set for the {} rules: NCCL fixes the threads of every algorithm but Ring, and "
@@ -481,7 +540,7 @@ void write_nccl_env(const ConfigPlan& plan, std::ostream& out) {
           name, set.size(), fmt::join(set, ", "));
     }
   }
-  if (fit.min_ctas > 0) {
+  if (fit.tuner_plugin && fit.min_ctas > 0) {
     out << fmt::format(
         "# Calls use at most the communicator's channels; to give a call up to {} channels:\n"
         "export NCCL_MIN_CTAS={}\n",

@@ -650,5 +650,34 @@ TEST(PlanExport, StockNcclFitSaysWhatAppliesExactly) {
       << out.str();
 }
 
+// NCCL 2.18 (a plan tuned with --nccl-version 2.18) loads no tuner plugin: the algorithm (for
+// AllReduce), protocol and channels apply per process, exactly only when every rule agrees.
+TEST(PlanExport, Nccl218AppliesAPlanThroughTheEnvironmentAlone) {
+  ConfigPlan p;
+  p.context.nccl_version = "2.18";
+  p.rules = {env_rule(CollKind::kAllGather, Algorithm::kRing, Protocol::kSimple, 0, 0),
+             env_rule(CollKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, 0, 0)};
+  p.rules[0].nchannels = p.rules[1].nchannels = 4;
+  const StockNcclFit fit = stock_nccl_fit(p);
+  EXPECT_FALSE(fit.tuner_plugin);
+  EXPECT_TRUE(fit.exact()) << fit.summary();
+  EXPECT_TRUE(contains(fit.summary(), "NCCL 2.18 loads no tuner plugin")) << fit.summary();
+  const std::string env = env_of(p);
+  for (const char* line : {"export NCCL_ALGO=Tree\n", "export NCCL_PROTO=Simple\n",
+                           "export NCCL_MIN_CTAS=4\n", "export NCCL_MAX_CTAS=4\n"}) {
+    EXPECT_TRUE(contains(env, line)) << line << " in " << env;
+  }
+  EXPECT_FALSE(contains(env, "NCCL_TUNER_PLUGIN")) << env;
+  p.rules[1].nchannels = 8;  // per-call channel counts: not stock NCCL 2.18
+  const StockNcclFit two = stock_nccl_fit(p);
+  EXPECT_FALSE(two.exact());
+  EXPECT_TRUE(contains(two.summary(), "NCCL_MIN_CTAS = NCCL_MAX_CTAS would need 2 values"))
+      << two.summary();
+  EXPECT_TRUE(contains(env_of(p), "# NCCL_MIN_CTAS: the plan's rules want 2 different values"));
+  // The version travels in the plan's context.
+  const ConfigPlan back = search::parse_plan_json(written(p), "p.json");
+  EXPECT_EQ(back.context.nccl_version, "2.18");
+}
+
 }  // namespace
 }  // namespace lagom::test

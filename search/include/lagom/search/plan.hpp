@@ -60,6 +60,7 @@ struct PlanContext {
   std::string workload;
   std::string cluster;
   std::string profile;
+  std::string nccl_version = "2.28";  // the NCCL release the plan was tuned for
   double step_time_us = 0;
   double nccl_step_time_us = 0;
   std::int64_t evaluations = 0;  // (the search's wall time is not written: plans are deterministic)
@@ -90,13 +91,20 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out);
 
 // What stock NCCL 2.28 can apply of a plan: per call, through a tuner plugin, the algorithm,
 // protocol and channels; per process, through the environment, one value of each thread and
-// buffer variable (Ring threads; Ring and Tree chunks); all-to-all rules not at all.
+// buffer variable (Ring threads; Ring and Tree chunks); all-to-all rules not at all. NCCL 2.18
+// (a plan whose context says so) loads no tuner plugin: there the algorithm (NCCL_ALGO, which
+// 2.18 applies to AllReduce only), the protocol (NCCL_PROTO) and the channels (NCCL_MIN_CTAS =
+// NCCL_MAX_CTAS) are per process too.
 struct StockNcclFit {
   std::map<std::string, std::set<std::int64_t>> env;  // variable -> the values the rules need
   std::set<std::string> fixed_algorithms;  // rules' algorithms whose threads/chunk NCCL fixes
   int alltoall_rules = 0;
   int max_channels = 0;
-  int min_ctas = 0;  // NCCL_MIN_CTAS needed for the channels (0: NCCL's count suffices)
+  int min_ctas = 0;          // NCCL_MIN_CTAS needed for the channels (0: NCCL's count suffices)
+  bool tuner_plugin = true;  // false for NCCL 2.18: the per-call knobs below are per process
+  std::set<std::string> allreduce_algorithms;  // (NCCL 2.18) what the AllReduce rules run
+  std::set<std::string> protocols;             // (NCCL 2.18) what every tuned rule runs
+  std::set<int> channels;                      // (NCCL 2.18) every tuned rule's channels
 
   bool exact() const;           // every rule applies as planned
   std::string summary() const;  // one line: how it applies
