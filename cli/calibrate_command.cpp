@@ -47,6 +47,15 @@ void warn_about_log(const calibrate::FitInput& in, NodeCount declared) {
     warn(fmt::format("{}: the log ran on {} GPUs ({}), and cluster {} has {}", in.name, log_gpu,
                      log.gpu, in.cluster.name(), in.cluster.spec().gpu_type));
   }
+  // NCCL's own choices in the log are 2.18's when it ran 2.18: say so when the emulation differs
+  // (other releases have no emulation of their own; 2.28's is the closest).
+  const nccl::Version emulated = in.cluster.spec().nccl_version;
+  const bool log_218 = log.nccl_version.starts_with("2.18");
+  if (!log.nccl_version.empty() && log_218 != (emulated == nccl::Version::k2_18)) {
+    warn(fmt::format("{}: the log ran NCCL {}, and the emulation follows NCCL {}{}", in.name,
+                     log.nccl_version, nccl::to_string(emulated),
+                     log_218 ? " (add --nccl-version 2.18)" : " (drop --nccl-version 2.18)"));
+  }
   if (declared.given() && log.nodes > 0 && log.nodes != declared.value) {
     warn(fmt::format("{}: the log ran on {} node{} ({} ranks), and {} were declared", in.name,
                      log.nodes, log.nodes == 1 ? "" : "s", log.nranks, declared.value));
@@ -100,7 +109,13 @@ calibrate::FitInput load_input(const std::string& spec, const HardwareOptions& h
   } else if (log.nodes > 0) {
     nodes = log.nodes;
   }
-  calibrate::FitInput in{name, std::move(log), topologies::load_cluster(where.cluster, nodes)};
+  // The cluster as every modelling command builds it: with --nccl-env, --nccl-version, --set and
+  // --scale applied (they change NCCL's own choices and the links the log is checked against).
+  where.nodes = NodeCount{};
+  if (nodes) {
+    where.nodes.value = *nodes;
+  }
+  calibrate::FitInput in{name, std::move(log), load_cluster_with_what_ifs(where)};
   warn_about_log(in, where.nodes);
   return in;
 }

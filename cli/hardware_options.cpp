@@ -193,7 +193,11 @@ nlohmann::ordered_json overridden_cluster_document(const HardwareOptions& opts) 
   return d.cluster_json;
 }
 
-Hardware load_hardware(const HardwareOptions& opts) {
+namespace {
+
+// The cluster of `opts` with every what-if applied (--set/--scale through `docs`, slow parts,
+// --nccl-env, --nccl-version), its NCCL environment checked.
+topologies::Cluster cluster_of(const HardwareOptions& opts, std::optional<Documents>& docs) {
   if (opts.cluster.empty()) {
     throw Error("--cluster is required (a preset such as dgx-h100, or a cluster JSON file)");
   }
@@ -201,7 +205,6 @@ Hardware load_hardware(const HardwareOptions& opts) {
   if (opts.nodes.given()) {
     nodes = opts.nodes.value;
   }
-  std::optional<Documents> docs;
   if (!opts.set.empty() || !opts.scale.empty()) {
     docs = overridden(opts);
   }
@@ -264,6 +267,19 @@ Hardware load_hardware(const HardwareOptions& opts) {
       throw Error(fmt::format("cluster '{}': {}", cluster.name(), e.what()));
     }
   }
+  return cluster;
+}
+
+}  // namespace
+
+topologies::Cluster load_cluster_with_what_ifs(const HardwareOptions& opts) {
+  std::optional<Documents> docs;
+  return cluster_of(opts, docs);
+}
+
+Hardware load_hardware(const HardwareOptions& opts) {
+  std::optional<Documents> docs;
+  topologies::Cluster cluster = cluster_of(opts, docs);
   hardware::HardwareProfile profile =
       docs                   ? hardware::parse_profile_json(docs->profile_json.dump(1),
                                                             docs->profile_origin + " (with what-if overrides)")

@@ -70,5 +70,8 @@ nlohmann::ordered_json overridden_cluster_document(const HardwareOptions& opts);
 // the known ones), bad node counts, unreadable or malformed files, or a profile whose GPU type
 // differs from the cluster's.
 Hardware load_hardware(const HardwareOptions& opts);
+// The cluster alone, as load_hardware builds it (every what-if applied), for commands that need
+// no hardware profile.
+topologies::Cluster load_cluster_with_what_ifs(const HardwareOptions& opts);
 
 }  // namespace lagom::cli

@@ -178,6 +178,30 @@ TEST(CalibrateCli, ListsAndChecksTheEmbeddedLogs) {
   EXPECT_EQ(j["rows"].size(), 30u);  // the log's 30 sizes, 8 B .. 4 GiB
 }
 
+// The cluster a log is checked against carries the job's NCCL: --nccl-env and --nccl-version
+// change NCCL's own choices there as in every other command (they used to be ignored), and a
+// log that ran another NCCL than the one emulated, where an emulation of it exists, is a warning.
+TEST(CalibrateCli, CheckUsesTheJobsNccl) {
+  const std::vector<std::string> base = {
+      "calibrate", "check",    "--nccl-tests", "builtin:01-h100x8-nvswitch-allreduce-nccl2.29.txt",
+      "--cluster", "dgx-h100", "--json"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const CliRun plain = run_lagom(base);
+  const CliRun capped = run_lagom(with({"--nccl-env", "NCCL_MAX_CTAS=1"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_NE(plain.out, capped.out);
+  const CliRun v218 = run_lagom(with({"--nccl-version", "2.18"}));
+  ASSERT_EQ(v218.exit_code, 0) << v218.err;
+  EXPECT_TRUE(contains(v218.err, "the log ran NCCL 2.29.2, and the emulation follows NCCL 2.18"))
+      << v218.err;
+  EXPECT_FALSE(contains(plain.err, "the emulation follows")) << plain.err;
+}
+
 TEST(CalibrateCli, FitWritesAProfileThatOtherCommandsLoad) {
   TempDir tmp;
   const std::string out = (tmp.path() / "fitted.json").string();
