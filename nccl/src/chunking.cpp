@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <limits>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,81 @@ namespace lagom::nccl {
 using namespace internal;  // NOLINT(google-build-using-namespace): this module's own rules
 
 namespace {
+
+// calcCollChunking's adaptive loops, the same in 2.18.3 and 2.28.9 once started from a chunk:
+// each halves (or caps) the chunk while the buffer holds too few of them per channel.
+// Halves `chunk` stage by stage: while the buffer holds fewer than `min_chunks` chunks per `per`
+// (channels, or channels x heads) and the chunk is above the stage's floor.
+struct Halving {
+  std::int64_t min_chunks;
+  std::int64_t floor;
+};
+std::int64_t halve(std::int64_t nbytes, std::int64_t per, std::int64_t chunk,
+                   std::initializer_list<Halving> stages) {
+  for (const Halving& h : stages) {
+    while (nbytes / (per * chunk) < h.min_chunks && chunk > h.floor) {
+      chunk /= 2;
+    }
+  }
+  return chunk;
+}
+
+std::int64_t shrink_collnet_direct(const CommInfo& c, std::int64_t nch, std::int64_t nbytes,
+                                   std::int64_t chunk) {
+  const std::int64_t heads = std::max(1, c.collnet_heads);
+  const std::int64_t depth = ppn_int(c) > 1 ? 2 : 1;  // connect.cc: nUp/nDown ? 2 : 1
+  return halve(nbytes, nch * heads, chunk,
+               {{depth * 64, 131072}, {depth * 8, 65536}, {depth * 8, 32768}});
+}
+
+std::int64_t shrink_collnet_chain(const CommInfo& c, std::int64_t nch, std::int64_t nbytes,
+                                  int chunk_steps) {
+  const std::int64_t chunk =
+      std::min<std::int64_t>(std::int64_t{256} * 1024, c.env.buffsize_bytes / kSteps * chunk_steps);
+  const std::int64_t depth = ppn_int(c);  // collnetChain.depth = nRanks / nNodes
+  return halve(nbytes, nch, chunk, {{depth * 64, 131072}, {depth * 8, 65536}, {depth, 32768}});
+}
+
+// NVLS and NVLSTree: stage by stage, the chunk drops to the stage's size when the buffer holds
+// fewer than `times` chunks per (channel x head).
+struct CapStage {
+  std::int64_t times;
+  std::int64_t size;
+};
+std::int64_t cap_below(std::int64_t ops, std::int64_t nbytes, std::int64_t chunk,
+                       std::initializer_list<CapStage> stages) {
+  for (const CapStage& st : stages) {
+    if (nbytes < st.times * (ops * chunk) && chunk > st.size) {
+      chunk = st.size;
+    }
+  }
+  return chunk;
+}
+
+std::int64_t shrink_nvls(std::int64_t ops, std::int64_t nbytes, std::int64_t chunk) {
+  return cap_below(ops, nbytes, chunk, {{64, 65536}, {8, 32768}, {2, 16384}});
+}
+
+std::int64_t shrink_nvls_tree(std::int64_t ops, std::int64_t nbytes, std::int64_t chunk) {
+  return cap_below(ops, nbytes, chunk, {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}});
+}
+
+std::int64_t shrink_tree_ll128(const CommInfo& c, std::int64_t nch, std::int64_t nbytes,
+                               std::int64_t chunk) {
+  const float ppn = static_cast<float>(c.nranks) / static_cast<float>(c.nnodes);
+  const float nsteps_ll128 =
+      static_cast<float>(1 + static_cast<double>(log2i(c.nnodes)) + 0.1 * ppn);
+  // NCCL divides in integers on the left-hand side on purpose ("coverity[integer_division]").
+  // NOLINTNEXTLINE(bugprone-integer-division)
+  while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 64 / ppn && chunk > 131072) {
+    chunk /= 2;
+  }
+  // NOLINTNEXTLINE(bugprone-integer-division)
+  while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 16 / ppn && chunk > 32768) {
+    chunk /= 2;
+  }
+  return chunk;
+}
 
 // calcCollChunking (enqueue.cc): the chunk of one channel (or, for CollNet, of all `nchannels`
 // channels) moving `nbytes` of global bytes.
@@ -42,80 +118,25 @@ std::int64_t coll_chunk_bytes(const Tables& t, CollKind coll, Algorithm algo, Pr
   }
   const std::int64_t nch = nchannels;
   if (algo == Algorithm::kCollNetDirect) {
-    const std::int64_t heads = std::max(1, c.collnet_heads);
-    const std::int64_t depth = ppn_int(c) > 1 ? 2 : 1;  // connect.cc: nUp/nDown ? 2 : 1
-    while (nbytes / (nch * heads * chunk) < depth * 64 && chunk > 131072) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * heads * chunk) < depth * 8 && chunk > 65536) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * heads * chunk) < depth * 8 && chunk > 32768) {
-      chunk /= 2;
-    }
+    chunk = shrink_collnet_direct(c, nch, nbytes, chunk);
   } else if (algo == Algorithm::kCollNetChain) {
-    step_size = c.env.buffsize_bytes / kSteps;
-    chunk = std::min<std::int64_t>(std::int64_t{256} * 1024, step_size * chunk_steps);
-    const std::int64_t depth = ppn_int(c);  // collnetChain.depth = nRanks / nNodes
-    while (nbytes / (nch * chunk) < depth * 64 && chunk > 131072) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * chunk) < depth * 8 && chunk > 65536) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * chunk) < depth && chunk > 32768) {
-      chunk /= 2;
-    }
+    chunk = shrink_collnet_chain(c, nch, nbytes, chunk_steps);
   } else if (algo == Algorithm::kNvls) {
     std::int64_t max_chunk = c.env.nvls_chunk_bytes;
     if (c.nnodes > 1 &&
         t.bandwidth(CollKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple) < 150) {
       max_chunk = 32768;
     }
-    chunk = std::min(chunk, max_chunk);
-    const std::int64_t ops = nch * c.nvls_heads;
-    if (nbytes < 64 * (ops * chunk) && chunk > 65536) {
-      chunk = 65536;
-    }
-    if (nbytes < 8 * (ops * chunk) && chunk > 32768) {
-      chunk = 32768;
-    }
-    if (nbytes < 2 * (ops * chunk) && chunk > 16384) {
-      chunk = 16384;
-    }
+    chunk = shrink_nvls(nch * c.nvls_heads, nbytes, std::min(chunk, max_chunk));
   } else if (algo == Algorithm::kNvlsTree) {
-    const std::int64_t ops = nch * c.nvls_heads;
     chunk = c.env.nvls_chunk_bytes;
     std::int64_t max_chunk = c.env.nvlstree_max_chunk_bytes;
     if (max_chunk == -2) {
       max_chunk = c.nnodes >= 4 ? 65536 : chunk;
     }
-    chunk = std::min(chunk, max_chunk);
-    if (nbytes < 32 * (ops * chunk) && chunk > 262144) {
-      chunk = 262144;
-    }
-    if (nbytes < 16 * (ops * chunk) && chunk > 131072) {
-      chunk = 131072;
-    }
-    if (nbytes < 4 * (ops * chunk) && chunk > 65536) {
-      chunk = 65536;
-    }
-    if (nbytes < 1 * (ops * chunk) && chunk > 32768) {
-      chunk = 32768;
-    }
+    chunk = shrink_nvls_tree(nch * c.nvls_heads, nbytes, std::min(chunk, max_chunk));
   } else if (algo == Algorithm::kTree && proto == Protocol::kLL128) {
-    const float ppn = static_cast<float>(c.nranks) / static_cast<float>(c.nnodes);
-    const float nsteps_ll128 =
-        static_cast<float>(1 + static_cast<double>(log2i(c.nnodes)) + 0.1 * ppn);
-    // NCCL divides in integers on the left-hand side on purpose ("coverity[integer_division]").
-    // NOLINTNEXTLINE(bugprone-integer-division)
-    while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 64 / ppn && chunk > 131072) {
-      chunk /= 2;
-    }
-    // NOLINTNEXTLINE(bugprone-integer-division)
-    while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 16 / ppn && chunk > 32768) {
-      chunk /= 2;
-    }
+    chunk = shrink_tree_ll128(c, nch, nbytes, chunk);
   } else if (coll == CollKind::kAllGather && algo == Algorithm::kPat) {
     while (chunk * nch * 32 > nbytes && chunk > 65536) {
       chunk /= 2;
@@ -148,78 +169,18 @@ std::int64_t coll_chunk_bytes_218(const Tables& t, CollKind coll, Algorithm algo
   const std::int64_t log2_nodes = std::max<std::int64_t>(0, log2i(c.nnodes));
   if (algo == Algorithm::kTree && proto == Protocol::kSimple) {
     const std::int64_t depth = ppn_int(c) - 1 + log2_nodes;  // connect.cc connectTrees
-    while (nbytes / (nch * chunk) < depth * 8 && chunk > 131072) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * chunk) < depth * 4 && chunk > 65536) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * chunk) < depth && chunk > 32768) {
-      chunk /= 2;
-    }
+    chunk = halve(nbytes, nch, chunk, {{depth * 8, 131072}, {depth * 4, 65536}, {depth, 32768}});
   } else if (algo == Algorithm::kCollNetDirect) {
-    const std::int64_t heads = std::max(1, c.collnet_heads);
-    const std::int64_t depth = ppn_int(c) > 1 ? 2 : 1;
-    while (nbytes / (nch * heads * chunk) < depth * 64 && chunk > 131072) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * heads * chunk) < depth * 8 && chunk > 65536) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * heads * chunk) < depth * 8 && chunk > 32768) {
-      chunk /= 2;
-    }
+    chunk = shrink_collnet_direct(c, nch, nbytes, chunk);
   } else if (algo == Algorithm::kCollNetChain) {
-    chunk = std::min<std::int64_t>(std::int64_t{256} * 1024,
-                                   c.env.buffsize_bytes / kSteps * chunk_steps);
-    const std::int64_t depth = ppn_int(c);
-    while (nbytes / (nch * chunk) < depth * 64 && chunk > 131072) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * chunk) < depth * 8 && chunk > 65536) {
-      chunk /= 2;
-    }
-    while (nbytes / (nch * chunk) < depth && chunk > 32768) {
-      chunk /= 2;
-    }
-  } else if (algo == Algorithm::kNvls || algo == Algorithm::kNvlsTree) {
-    const std::int64_t ops = nch * std::max(1, c.nvls_heads);
-    if (algo == Algorithm::kNvls) {
-      chunk = std::min<std::int64_t>(chunk, 131072);
-      if (nbytes < 64 * (ops * chunk) && chunk > 65536) {
-        chunk = 65536;
-      }
-      if (nbytes < 8 * (ops * chunk) && chunk > 32768) {
-        chunk = 32768;
-      }
-      if (nbytes < 2 * (ops * chunk) && chunk > 16384) {
-        chunk = 16384;
-      }
-    } else {
-      if (nbytes < 32 * (ops * chunk) && chunk > 262144) {
-        chunk = 262144;
-      }
-      if (nbytes < 16 * (ops * chunk) && chunk > 131072) {
-        chunk = 131072;
-      }
-      if (nbytes < 4 * (ops * chunk) && chunk > 65536) {
-        chunk = 65536;
-      }
-      if (nbytes < 1 * (ops * chunk) && chunk > 32768) {
-        chunk = 32768;
-      }
-    }
+    chunk = shrink_collnet_chain(c, nch, nbytes, chunk_steps);
+  } else if (algo == Algorithm::kNvls) {
+    chunk =
+        shrink_nvls(nch * std::max(1, c.nvls_heads), nbytes, std::min<std::int64_t>(chunk, 131072));
+  } else if (algo == Algorithm::kNvlsTree) {
+    chunk = shrink_nvls_tree(nch * std::max(1, c.nvls_heads), nbytes, chunk);
   } else if (algo == Algorithm::kTree && proto == Protocol::kLL128) {
-    const float ppn = static_cast<float>(c.nranks) / static_cast<float>(c.nnodes);
-    const float nsteps_ll128 = static_cast<float>(1 + static_cast<double>(log2_nodes) + 0.1 * ppn);
-    // NOLINTNEXTLINE(bugprone-integer-division)
-    while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 64 / ppn && chunk > 131072) {
-      chunk /= 2;
-    }
-    // NOLINTNEXTLINE(bugprone-integer-division)
-    while (static_cast<float>(nbytes / (nch * chunk)) < nsteps_ll128 * 16 / ppn && chunk > 32768) {
-      chunk /= 2;
-    }
+    chunk = shrink_tree_ll128(c, nch, nbytes, chunk);
   }
   if (proto == Protocol::kLL) {
     return chunk / 2;

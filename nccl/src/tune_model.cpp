@@ -42,6 +42,59 @@ HwLatency hw_latencies(const TunerConstants& k) {
   return hw;
 }
 
+// What both releases' tables start from (ncclTopoTuneModel's prologue): the hop latencies, the
+// per-channel caps of the constants' rows for this GPU, node count and CPU, ranks per node, and
+// the hardware class (NVLink, PCI, network) of each algorithm's intra-node and own hops.
+struct Prologue {
+  HwLatency hw_lat{};
+  double ll_max_bw = 0;
+  double per_ch_max_tree_bw = 0;
+  double per_ch_max_ring_ll128_bw = 0;
+  double per_ch_max_tree_ll128_bw = 0;
+  double per_ch_max_nvls_tree_bw = 0;
+  float ppn = 0;
+  int intra_hw[kAlgorithmCount] = {};
+  int hw[kAlgorithmCount] = {};
+};
+
+Prologue prologue(const CommInfo& c, const TunerConstants& k) {
+  Prologue p;
+  p.hw_lat = hw_latencies(k);
+  // The constants' rows: compute capability (2.18's tables have no Blackwell row: its fourth row
+  // repeats Hopper's); across nodes llMaxBws' row is the CPU (2.18 knows no mixed vendors).
+  const int cc_index = compcap_index(c.compcap);
+  const int index2 = c.nnodes <= 2 ? c.nnodes - 1 : 2;
+  const bool amd = c.cpu_vendor == CpuVendor::kAmd ||
+                   (c.version != Version::k2_18 && c.cpu_vendor == CpuVendor::kMixed);
+  const int index1 = c.nnodes == 1 ? cc_index : amd ? 1 : 0;
+  p.ll_max_bw = k.ll_max_bw_GBps[index1][index2];
+  p.per_ch_max_tree_bw = k.per_ch_max_tree_bw_GBps[cc_index][index2];
+  p.per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw_GBps[cc_index][index2];
+  p.per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw_GBps[cc_index][index2];
+  p.per_ch_max_nvls_tree_bw = k.per_ch_max_nvls_tree_bw_GBps[cc_index][index2];
+  const int ring = index_of(Algorithm::kRing);
+  const int tree = index_of(Algorithm::kTree);
+  const int simple = index_of(Protocol::kSimple);
+  if (c.cpu_arch == CpuArch::kPower) {  // favour Tree over Ring on POWER
+    p.hw_lat[kHwPci][tree][simple] = p.hw_lat[kHwPci][ring][simple];
+  }
+  p.ppn = static_cast<float>(c.nranks) / static_cast<float>(c.nnodes);
+  for (int a = 0; a < kAlgorithmCount; ++a) {
+    // NCCL compares the path type with LINK_NVL (== PATH_NVL): only direct NVLink counts.
+    p.intra_hw[a] =
+        c.graph(static_cast<Algorithm>(a)).type_intra == PathType::kNvl ? kHwNvlink : kHwPci;
+    p.hw[a] = c.nnodes == 1 ? p.intra_hw[a] : kHwNet;
+  }
+  return p;
+}
+
+// Steps of a ring collective: 2 (n - 1) for AllReduce, n - 1 for AllGather/ReduceScatter, n else.
+int ring_steps(CollKind ck, int n) {
+  return ck == CollKind::kAllReduce                                       ? 2 * (n - 1)
+         : (ck == CollKind::kReduceScatter || ck == CollKind::kAllGather) ? n - 1
+                                                                          : n;
+}
+
 // Threads per CTA (tuning.cc, start of ncclTopoTuneModel; the same in 2.18.3).
 void set_max_threads(Tables& t) {
   const CommInfo& c = t.comm;
@@ -70,44 +123,25 @@ void set_max_threads(Tables& t) {
 // ncclTopoTuneModel's latency and bandwidth tables, NCCL 2.28.9.
 void fill_2_28(Tables& t) {
   const CommInfo& c = t.comm;
-  const int ring = index_of(Algorithm::kRing);
   const int tree = index_of(Algorithm::kTree);
-  const int simple = index_of(Protocol::kSimple);
   const TunerConstants& k = kNcclTunerConstants;
-  HwLatency hw_lat = hw_latencies(k);
+  const Prologue pro = prologue(c, k);
+  const HwLatency& hw_lat = pro.hw_lat;
   const int n_nodes = c.nnodes;
   const int n_ranks = c.nranks;
-
   const int cc_index = compcap_index(c.compcap);
-  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
-  const int index1 = n_nodes == 1 ? cc_index
-                     : (c.cpu_vendor == CpuVendor::kAmd || c.cpu_vendor == CpuVendor::kMixed) ? 1
-                                                                                              : 0;
-  const double ll_max_bw = k.ll_max_bw_GBps[index1][index2];
-  const double per_ch_max_tree_bw = k.per_ch_max_tree_bw_GBps[cc_index][index2];
-  const double per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw_GBps[cc_index][index2];
-  const double per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw_GBps[cc_index][index2];
-  const double per_ch_max_nvls_tree_bw = k.per_ch_max_nvls_tree_bw_GBps[cc_index][index2];
-  if (c.cpu_arch == CpuArch::kPower) {  // favour Tree over Ring on POWER
-    hw_lat[kHwPci][tree][simple] = hw_lat[kHwPci][ring][simple];
-  }
-  const float ppn = static_cast<float>(n_ranks) / static_cast<float>(n_nodes);
-
-  int intra_hw[kAlgorithmCount];
-  int hw[kAlgorithmCount];
-  for (int a = 0; a < kAlgorithmCount; ++a) {
-    // NCCL compares the path type with LINK_NVL (== PATH_NVL): only direct NVLink counts.
-    intra_hw[a] =
-        c.graph(static_cast<Algorithm>(a)).type_intra == PathType::kNvl ? kHwNvlink : kHwPci;
-    hw[a] = n_nodes == 1 ? intra_hw[a] : kHwNet;
-  }
+  const double ll_max_bw = pro.ll_max_bw;
+  const double per_ch_max_tree_bw = pro.per_ch_max_tree_bw;
+  const double per_ch_max_ring_ll128_bw = pro.per_ch_max_ring_ll128_bw;
+  const double per_ch_max_tree_ll128_bw = pro.per_ch_max_tree_ll128_bw;
+  const double per_ch_max_nvls_tree_bw = pro.per_ch_max_nvls_tree_bw;
+  const float ppn = pro.ppn;
+  const int* intra_hw = pro.intra_hw;
+  const int* hw = pro.hw;
 
   for (int coll = 0; coll < kTunedCollCount; ++coll) {
     const CollKind ck = static_cast<CollKind>(coll);
-    const int nsteps = ck == CollKind::kAllReduce ? 2 * (n_ranks - 1)
-                       : (ck == CollKind::kReduceScatter || ck == CollKind::kAllGather)
-                           ? n_ranks - 1
-                           : n_ranks;
+    const int nsteps = ring_steps(ck, n_ranks);
     for (int a = 0; a < kAlgorithmCount; ++a) {
       const Algorithm algo = static_cast<Algorithm>(a);
       if (!algo_computed_for(ck, algo, Version::k2_28)) {
@@ -294,42 +328,22 @@ void fill_2_28(Tables& t) {
 // us base plus the network hop, and a Ring AllReduce counts 2 nNodes network steps.
 void fill_2_18(Tables& t) {
   const CommInfo& c = t.comm;
-  const int ring = index_of(Algorithm::kRing);
   const int tree = index_of(Algorithm::kTree);
   const int simple = index_of(Protocol::kSimple);
   const int ll = index_of(Protocol::kLL);
   const int ll128 = index_of(Protocol::kLL128);
   const TunerConstants& k = kNccl218TunerConstants;
-  HwLatency hw_lat = hw_latencies(k);
+  const Prologue pro = prologue(c, k);
+  const HwLatency& hw_lat = pro.hw_lat;
   const int n_nodes = c.nnodes;
   const int n_ranks = c.nranks;
   // log2i of 2.18 (utils.h) is 0 for 0 and 1.
   const auto log2i_218 = [](std::int64_t n) { return std::max<std::int64_t>(0, log2i(n)); };
-  const int cc_index = c.compcap >= 90 ? 2 : c.compcap >= 80 ? 1 : 0;
-  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
-  const int index1 = n_nodes == 1 ? cc_index : c.cpu_vendor == CpuVendor::kAmd ? 1 : 0;
-  const double ll_max_bw = k.ll_max_bw_GBps[index1][index2];
-  const double per_ch_max_tree_bw = k.per_ch_max_tree_bw_GBps[cc_index][index2];
-  const double per_ch_max_ring_ll128_bw = k.per_ch_max_ring_ll128_bw_GBps[cc_index][index2];
-  const double per_ch_max_tree_ll128_bw = k.per_ch_max_tree_ll128_bw_GBps[cc_index][index2];
-  if (c.cpu_arch == CpuArch::kPower) {
-    hw_lat[kHwPci][tree][simple] = hw_lat[kHwPci][ring][simple];
-  }
-  const float ppn = static_cast<float>(n_ranks) / static_cast<float>(n_nodes);
+  const float ppn = pro.ppn;
   const int ppn_i = ppn_int(c);
-  int intra_hw[kAlgorithmCount];
-  int hw[kAlgorithmCount];
-  for (int a = 0; a < kAlgorithmCount; ++a) {
-    intra_hw[a] =
-        c.graph(static_cast<Algorithm>(a)).type_intra == PathType::kNvl ? kHwNvlink : kHwPci;
-    hw[a] = n_nodes == 1 ? intra_hw[a] : kHwNet;
-  }
   for (int coll = 0; coll < kTunedCollCount; ++coll) {
     const CollKind ck = static_cast<CollKind>(coll);
-    const int nsteps = ck == CollKind::kAllReduce ? 2 * (n_ranks - 1)
-                       : (ck == CollKind::kReduceScatter || ck == CollKind::kAllGather)
-                           ? n_ranks - 1
-                           : n_ranks;
+    const int nsteps = ring_steps(ck, n_ranks);
     const int n_inter_steps = ck == CollKind::kAllReduce ? (n_nodes > 1 ? 2 * n_nodes : 0)
                               : (ck == CollKind::kReduceScatter || ck == CollKind::kAllGather)
                                   ? n_nodes - 1
@@ -353,22 +367,22 @@ void fill_2_18(Tables& t) {
         float bus_bw = static_cast<float>(g.nchannels) * bw;
         if (algo == Algorithm::kRing && p == ll) {
           const bool quarter = n_nodes > 1 || ck == CollKind::kAllReduce || ck == CollKind::kReduce;
-          bus_bw =
-              static_cast<float>(std::min(ll_max_bw, bus_bw * (quarter ? 1.0 / 4.0 : 1.0 / 3.0)));
+          bus_bw = static_cast<float>(
+              std::min(pro.ll_max_bw, bus_bw * (quarter ? 1.0 / 4.0 : 1.0 / 3.0)));
         }
         if (algo == Algorithm::kRing && p == ll128) {
           bus_bw = static_cast<float>(
-              std::min(bus_bw * (ppn < 2 ? 0.7 : 0.92), nch * per_ch_max_ring_ll128_bw));
+              std::min(bus_bw * (ppn < 2 ? 0.7 : 0.92), nch * pro.per_ch_max_ring_ll128_bw));
         }
         if (algo == Algorithm::kTree) {
-          bus_bw = static_cast<float>(std::min(bus_bw * .92, nch * per_ch_max_tree_bw));
+          bus_bw = static_cast<float>(std::min(bus_bw * .92, nch * pro.per_ch_max_tree_bw));
         }
         if (algo == Algorithm::kTree && p == ll) {
-          bus_bw = static_cast<float>(std::min(bus_bw * 1.0 / 3.8, ll_max_bw));
+          bus_bw = static_cast<float>(std::min(bus_bw * 1.0 / 3.8, pro.ll_max_bw));
         }
         if (algo == Algorithm::kTree && p == ll128) {
           bus_bw = static_cast<float>(std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                                               nch * per_ch_max_tree_ll128_bw));
+                                               nch * pro.per_ch_max_tree_ll128_bw));
         }
         if (algo == Algorithm::kTree && c.tree_unbalanced) {
           bus_bw = static_cast<float>(bus_bw * .85);
@@ -395,19 +409,19 @@ void fill_2_18(Tables& t) {
         t.bandwidth_GBps[coll][a][p] = bus_bw * ratio;
 
         float lat = static_cast<float>(k.base_latency_us[a][p]);
-        const float intra_lat_hw = static_cast<float>(hw_lat[intra_hw[a]][a][p]);
+        const float intra_lat_hw = static_cast<float>(hw_lat[pro.intra_hw[a]][a][p]);
         float inter_lat = static_cast<float>(hw_lat[kHwNet][a][p] + g.latency_inter_us);
         if (p == simple) {
           inter_lat += static_cast<float>(g.latency_inter_us);  // flush
         }
         if (algo == Algorithm::kRing) {
-          float hop = static_cast<float>(hw_lat[hw[a]][a][p]);
+          float hop = static_cast<float>(hw_lat[pro.hw[a]][a][p]);
           if (ck == CollKind::kReduce || ck == CollKind::kBroadcast) {
             if (g.same_channels) {
               lat += hop;
             } else {
               if (p == simple) {
-                hop = static_cast<float>(hw_lat[hw[a]][tree][p]);
+                hop = static_cast<float>(hw_lat[pro.hw[a]][tree][p]);
               }
               lat += static_cast<float>(nsteps) * hop;
             }
