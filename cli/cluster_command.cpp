@@ -465,7 +465,7 @@ int cluster_command(const std::vector<std::string>& args) {
       "PATH=VALUE: what-if, set a cluster field, e.g. network.nic_speed_Gbps=800 (repeatable)")(
       "scale", po::value(&what_if.scale)->composing(),
       "PATH=FACTOR: what-if, multiply a numeric cluster field (repeatable, after every --set)")(
-      "nccl-version", po::value(&what_if.nccl_version),
+      "nccl-version", po::value(&what_if.nccl_version)->notifier(check_nccl_version),
       "the NCCL release whose topology search to estimate: 2.28 (default) or 2.18")(
       "export", po::value(&export_path),
       "write the cluster (with --nodes, --set and --scale applied) as a cluster JSON file that "

@@ -197,6 +197,7 @@ int comm_command(const std::vector<std::string>& args) {
   context["gpus_per_node"] = h.cluster.gpus_per_node();
   context["ranks"] = nranks;
   context["profile"] = h.profile.origin;
+  context["nccl_version"] = std::string(nccl::to_string(h.cluster.spec().nccl_version));
   if (!h.overrides.empty()) {
     context["overrides"] = h.overrides;
   }
@@ -213,7 +214,8 @@ int comm_command(const std::vector<std::string>& args) {
   fmt::print("# lagom {} comm: {} on {} ({} node(s) x {} {}), {} ranks\n", version(),
              nccl::to_string(*kind), h.cluster.name(), h.cluster.nodes(), h.cluster.gpus_per_node(),
              h.cluster.spec().gpu_type, nranks);
-  fmt::print("# profile {}; model: docs/models.md\n", h.profile.origin);
+  fmt::print("# profile {}; NCCL {} (emulated); model: docs/models.md\n", h.profile.origin,
+             nccl::to_string(h.cluster.spec().nccl_version));
   if (!h.overrides.empty()) {
     fmt::print("# what-if {}\n", fmt::join(h.overrides, ", "));
   }

@@ -16,6 +16,7 @@
 #include "lagom/nccl/env.hpp"
 #include "lagom/nccl/tuning.hpp"
 #include "memory_budget.hpp"
+#include "warnings.hpp"
 
 namespace lagom::cli {
 
@@ -32,6 +33,14 @@ void validate(boost::any& out, const std::vector<std::string>& values, NodeCount
   }
 }
 
+void check_nccl_version(const std::string& text) {
+  try {
+    (void)nccl::version_named(text);
+  } catch (const Error& e) {
+    throw po::error(fmt::format("--nccl-version: {}", e.what()));
+  }
+}
+
 void add_hardware_options(po::options_description& desc, HardwareOptions& opts) {
   desc.add_options()(
       "cluster", po::value(&opts.cluster),
@@ -44,7 +53,7 @@ void add_hardware_options(po::options_description& desc, HardwareOptions& opts) 
       "nccl-env", po::value(&opts.nccl_env)->composing(),
       "NAME=VALUE: an NCCL environment variable the job runs with, e.g. NCCL_MIN_CTAS=8 "
       "(repeatable; over the cluster file's nccl_env; docs/models.md §2)")(
-      "nccl-version", po::value(&opts.nccl_version),
+      "nccl-version", po::value(&opts.nccl_version)->notifier(check_nccl_version),
       "the NCCL release to emulate: 2.28 (2.28.9, the default) or 2.18 (2.18.3, the Lagom "
       "paper's baseline); over the cluster file's nccl_version (docs/models.md §2)")(
       "set", po::value(&opts.set)->composing(),
@@ -257,6 +266,14 @@ topologies::Cluster cluster_of(const HardwareOptions& opts, std::optional<Docume
       spec.nccl_env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     cluster = topologies::Cluster(std::move(spec));
+  }
+  if (cluster.spec().nccl_version == nccl::Version::k2_18 &&
+      cluster.spec().compute_capability >= 100) {
+    warn(
+        fmt::format("cluster '{}': NCCL 2.18.3 predates compute capability {}.{}; the 2.18 "
+                    "emulation uses its Hopper constants there",
+                    cluster.name(), cluster.spec().compute_capability / 10,
+                    cluster.spec().compute_capability % 10));
   }
   {
     nccl::CommInfo check;  // names and values are checked here, before any modelling

@@ -55,6 +55,8 @@ void refuse_unsupported_what_ifs(const HardwareOptions& opts, WhatIfSupport supp
 std::vector<int> down_nodes(const HardwareOptions& opts, int nodes);
 
 void add_hardware_options(boost::program_options::options_description& desc, HardwareOptions& opts);
+// --nccl-version's check (a usage error naming the versions), for commands that declare it.
+void check_nccl_version(const std::string& text);
 
 struct Hardware {
   topologies::Cluster cluster;

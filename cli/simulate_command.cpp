@@ -248,6 +248,15 @@ int run_simulate(const std::vector<std::string>& args, std::ostream& json_out) {
   std::unique_ptr<search::PlanOverrides> overrides;
   if (!plan_path.empty()) {
     plan = search::load_plan_file(plan_path);
+    if (hardware) {
+      const std::string_view here = nccl::to_string(hardware->cluster.spec().nccl_version);
+      if (plan.context.nccl_version != here) {
+        warn(
+            fmt::format("the plan '{}' was tuned for NCCL {}, and this run emulates NCCL {} "
+                        "(--nccl-version)",
+                        plan_path, plan.context.nccl_version, here));
+      }
+    }
     overrides = std::make_unique<search::PlanOverrides>(plan, w, *simulation->cost(), plan_path);
     simulation->set_config_source(overrides.get());
     warn_about_plan(plan, plan_path, *overrides, hardware ? &*hardware : nullptr);

@@ -13,6 +13,7 @@
 #include "lagom/common/error.hpp"
 #include "lagom/common/json_reader.hpp"
 #include "lagom/common/text.hpp"
+#include "lagom/nccl/version.hpp"
 
 namespace lagom::search {
 
@@ -228,6 +229,17 @@ ConfigPlan parse_plan_json(std::string_view text, std::string_view origin) {
       top.at("context").fail(fmt::format("expected an object, got {}", json_reader::type_of(*c)));
     }
     plan.context = parse_context(*c);
+    // The one context field that changes how the plan applies (stock_nccl_fit): a release the
+    // emulation knows, written as "2.18" or "2.28".
+    if (const json* v = json_reader::optional_field(*c, "nccl_version")) {
+      const json_reader::Ctx at = top.at("context").at("nccl_version");
+      const std::string named = json_reader::get_string(at, *v);
+      try {
+        plan.context.nccl_version = std::string(nccl::to_string(nccl::version_named(named)));
+      } catch (const Error& e) {
+        at.fail(e.what());
+      }
+    }
   }
   const json& rules = json_reader::require(top, doc, "rules");
   if (!rules.is_array()) {
@@ -359,24 +371,11 @@ void write_nccl_example_csv(const ConfigPlan& plan, std::ostream& out) {
 
 StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
   StockNcclFit fit;
-  fit.tuner_plugin = plan.context.nccl_version != "2.18";
+  fit.tuner_plugin = plan.context.nccl_version != nccl::to_string(nccl::Version::k2_18);
   for (const PlanRule& r : plan.rules) {
     if (!nccl::is_tuned(r.coll)) {
       ++fit.alltoall_rules;
       continue;
-    }
-    if (!fit.tuner_plugin) {
-      const int nc = r.nchannels > 0 ? r.nchannels : r.nccl ? r.nccl->nchannels : 0;
-      if (nc > 0) {
-        fit.channels.insert(nc);
-      }
-      if (const auto p = r.proto ? r.proto : r.nccl ? std::optional(r.nccl->proto) : std::nullopt) {
-        fit.protocols.insert(std::string(nccl::to_string(*p)));
-      }
-      const auto a = r.algo ? r.algo : r.nccl ? std::optional(r.nccl->algo) : std::nullopt;
-      if (a && r.coll == nccl::CollKind::kAllReduce) {
-        fit.allreduce_algorithms.insert(std::string(nccl::to_string(*a)));
-      }
     }
     fit.max_channels = std::max(fit.max_channels, r.nchannels);
     // Per rule: more channels than NCCL gave this class on its communicator needs the ceiling
@@ -394,26 +393,62 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
       }
       continue;
     }
+    if (!fit.tuner_plugin) {
+      const int nc = r.nchannels > 0 ? r.nchannels : r.nccl ? r.nccl->nchannels : 0;
+      if (nc > 0) {
+        fit.channels.insert(nc);
+      }
+      fit.protocols.insert(std::string(nccl::to_string(*proto)));
+      if (r.coll == nccl::CollKind::kAllReduce) {
+        fit.allreduce_algorithms.insert(std::string(nccl::to_string(*algo)));
+      }
+      // NCCL_MIN_CTAS = NCCL_MAX_CTAS = nc sets the communicator's channels; 2.18's getAlgoInfo
+      // still lowers a call's while nBytes < nc x threads x threshold (reference/nccl.md §1.3).
+      const nccl::Algorithm a = *algo;
+      const nccl::Protocol p = *proto;
+      const int nt = r.nthreads > 0 ? r.nthreads : r.nccl ? r.nccl->nthreads : 0;
+      if (nc > 1 && nt > 0 && a != nccl::Algorithm::kNvls && a != nccl::Algorithm::kNvlsTree &&
+          a != nccl::Algorithm::kCollNetDirect) {
+        const bool simple = p == nccl::Protocol::kSimple;
+        const int extra = !simple                       ? 0
+                          : a == nccl::Algorithm::kRing ? 32
+                          : a == nccl::Algorithm::kTree ? 128
+                                                        : 0;
+        const std::int64_t threshold = a == nccl::Algorithm::kCollNetChain && simple ? 512
+                                       : simple                                      ? 64
+                                       : a == nccl::Algorithm::kRing && p == nccl::Protocol::kLL
+                                           ? std::int64_t{8} * std::max(1, r.nranks)
+                                           : 8;
+        if (r.min_bytes < std::int64_t{nc} * (nt - extra) * threshold) {
+          ++fit.channels_cut;
+        }
+      }
+    }
     // NCCL runs Tree, PAT, NVLS and CollNet at its maximum threads whatever the environment says
     // (topoGetAlgoInfo), and sizes NVLS, CollNet and PAT chunks by their own rules: only Ring
     // threads and Ring/Tree chunks come from the variables below. A rule asking for exactly
     // NCCL's own value in NCCL's own subspace needs nothing.
     const bool ring = *algo == nccl::Algorithm::kRing;
-    const bool ring_or_tree = ring || *algo == nccl::Algorithm::kTree;
+    const bool tree = *algo == nccl::Algorithm::kTree;
+    const bool ring_or_tree = ring || tree;
+    // 2.18 runs Tree at NCCL_NTHREADS (+ 4 warps on Simple) too, where 2.28 runs it at 640.
+    const bool env_threads = ring || (!fit.tuner_plugin && tree);
     const bool nccl_subspace = r.nccl && r.nccl->algo == *algo && r.nccl->proto == *proto;
     const bool nccl_threads = nccl_subspace && r.nccl->nthreads == r.nthreads;
     const bool nccl_chunk = nccl_subspace && r.nccl->chunk_bytes == r.chunk_bytes;
-    if ((r.nthreads > 0 && !ring && !nccl_threads) ||
+    if ((r.nthreads > 0 && !env_threads && !nccl_threads) ||
         (r.chunk_bytes > 0 && !ring_or_tree && !nccl_chunk)) {
       fit.fixed_algorithms.insert(std::string(nccl::to_string(*algo)));
     }
-    if (r.nthreads > 0 && ring) {
+    if (r.nthreads > 0 && env_threads) {
       if (*proto == nccl::Protocol::kLL128) {
         fit.env["NCCL_LL128_NTHREADS"].insert(r.nthreads);
       } else {
-        // NCCL adds its sync warp to Simple rings (reference/nccl.md §1.4): NCCL_NTHREADS is
-        // the count without it.
-        const int base = *proto == nccl::Protocol::kSimple ? r.nthreads - 32 : r.nthreads;
+        // NCCL adds its sync warp to Simple rings and 4 warps to Simple trees (reference/nccl.md
+        // §1.4): NCCL_NTHREADS is the count without them.
+        const int base = *proto != nccl::Protocol::kSimple ? r.nthreads
+                         : ring                            ? r.nthreads - 32
+                                                           : r.nthreads - 128;
         fit.env["NCCL_NTHREADS"].insert(base);
       }
     }
@@ -444,8 +479,8 @@ StockNcclFit stock_nccl_fit(const ConfigPlan& plan) {
 bool StockNcclFit::exact() const {
   return alltoall_rules == 0 && fixed_algorithms.empty() &&
          std::all_of(env.begin(), env.end(), [](const auto& e) { return e.second.size() <= 1; }) &&
-         (tuner_plugin ||
-          (allreduce_algorithms.size() <= 1 && protocols.size() <= 1 && channels.size() <= 1));
+         (tuner_plugin || (allreduce_algorithms.size() <= 1 && protocols.size() <= 1 &&
+                           channels.size() <= 1 && channels_cut == 0));
 }
 
 std::string StockNcclFit::summary() const {
@@ -457,6 +492,12 @@ std::string StockNcclFit::summary() const {
       if (n > 1) {
         why.push_back(fmt::format("{} would need {} values", name, n));
       }
+    }
+    if (channels_cut > 0) {
+      why.push_back(fmt::format(
+          "{} rule(s) cover calls small enough that NCCL 2.18 runs them on fewer channels than "
+          "NCCL_MIN_CTAS = NCCL_MAX_CTAS sets",
+          channels_cut));
     }
   }
   for (const auto& [name, values] : env) {

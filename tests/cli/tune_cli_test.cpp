@@ -245,6 +245,22 @@ TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
   EXPECT_EQ(j["rows"][4]["step_time_us"], sim["step_time_us"]);
 }
 
+// A plan records the NCCL it was tuned for; replaying it under another emulated NCCL warns.
+TEST(TuneCli, APlanTunedForNccl218WarnsUnder228) {
+  TempDir tmp;
+  const std::string plan = (tmp.path() / "p218.json").string();
+  const CliRun tuned = run_lagom(cmd("tune", {"--nccl-version", "2.18", "-o", plan}));
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.err;
+  EXPECT_TRUE(contains(slurp(plan), "\"nccl_version\": \"2.18\"")) << slurp(plan);
+  const CliRun other = run_lagom(cmd("simulate", {"--plan", plan}));
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_TRUE(contains(other.err, "was tuned for NCCL 2.18, and this run emulates NCCL 2.28"))
+      << other.err;
+  const CliRun same = run_lagom(cmd("simulate", {"--plan", plan, "--nccl-version", "2.18"}));
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_FALSE(contains(same.err, "was tuned for NCCL")) << same.err;
+}
+
 TEST(CompareCli, FixedChannelsAboveTheGpusSmsAreAnError) {
   TempDir tmp;
   nlohmann::json profile =

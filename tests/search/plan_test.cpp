@@ -674,9 +674,36 @@ TEST(PlanExport, Nccl218AppliesAPlanThroughTheEnvironmentAlone) {
   EXPECT_TRUE(contains(two.summary(), "NCCL_MIN_CTAS = NCCL_MAX_CTAS would need 2 values"))
       << two.summary();
   EXPECT_TRUE(contains(env_of(p), "# NCCL_MIN_CTAS: the plan's rules want 2 different values"));
-  // The version travels in the plan's context.
-  const ConfigPlan back = search::parse_plan_json(written(p), "p.json");
-  EXPECT_EQ(back.context.nccl_version, "2.18");
+  // The version travels in the plan's context, normalised; an unknown one is an error.
+  p.context.nccl_version = "2.18";
+  std::string text = written(p);
+  const std::string::size_type at = text.find("\"2.18\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 6, "\"2.18.3\"");
+  EXPECT_EQ(search::parse_plan_json(text, "p.json").context.nccl_version, "2.18");
+  text.replace(at, 8, "\"2.17\"");
+  EXPECT_TRUE(contains(test::error_of([&] { search::parse_plan_json(text, "p.json"); }),
+                       "context.nccl_version: unknown NCCL version '2.17'"));
+
+  // 6 channels on 4 KiB Tree/LL all-reduces: 2.18 lowers such a call's channels while
+  // 4096 < nc x 512 threads x 8, so the exported NCCL_MIN_CTAS = NCCL_MAX_CTAS = 6 is not exact.
+  ConfigPlan small;
+  small.context.nccl_version = "2.18";
+  small.rules = {env_rule(CollKind::kAllReduce, Algorithm::kTree, Protocol::kLL, 512, 0)};
+  small.rules[0].min_bytes = small.rules[0].max_bytes = 4096;
+  small.rules[0].nchannels = 6;
+  const StockNcclFit cut = stock_nccl_fit(small);
+  EXPECT_EQ(cut.channels_cut, 1);
+  EXPECT_FALSE(cut.exact());
+  EXPECT_TRUE(contains(cut.summary(), "fewer channels")) << cut.summary();
+  // Tree threads follow NCCL_NTHREADS in 2.18 (Simple adds 4 warps): 384 threads need 256.
+  ConfigPlan tree;
+  tree.context.nccl_version = "2.18";
+  tree.rules = {env_rule(CollKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, 384, 0)};
+  const StockNcclFit t = stock_nccl_fit(tree);
+  EXPECT_TRUE(t.fixed_algorithms.empty());
+  ASSERT_EQ(t.env.count("NCCL_NTHREADS"), 1u);
+  EXPECT_EQ(*t.env.at("NCCL_NTHREADS").begin(), 256);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "lagom/nccl/tuning.hpp"
+#include "lagom/topologies/nccl_comm_info.hpp"
 #include "test_util.hpp"
 
 namespace lagom::topologies {
@@ -353,6 +355,29 @@ TEST(NcclSearchEstimate, ClusterAUnderNccl218FindsThePapersEightChannels) {
       Cluster(a40_host(nccl::Version::k2_18, false, nccl::CpuVendor::kAmd, 2)), iota(16));
   EXPECT_EQ(two.nccl.channels, 2);
   EXPECT_DOUBLE_EQ(two.nccl.bw_inter_GBps, 24.0);
+}
+
+// The NVLS graph NCCL tunes with: 2.28's second search pass raises its bwInter one speed (40 ->
+// 50 on 2.28's sm90 ladder), 2.18.3's never does. On 4 H100 nodes that decides 2.18's choice for a
+// 1 GiB all-reduce: NVLSTree at 8 x 40 x 0.7 x 4 / 6 = 149 GB/s loses to Ring (8 x 48 x 32 / 62 =
+// 198).
+TEST(NcclSearchEstimate, Nccl218KeepsTheNvlsGraphsFirstSpeed) {
+  ClusterSpec s = load_cluster_spec("dgx-h100", 4);
+  s.nccl_version = nccl::Version::k2_18;
+  const Cluster c18(s);
+  const CommunicatorInfo i = describe_communicator(c18, iota(32));
+  const nccl::CommInfo info = nccl_comm_info(c18, i);
+  EXPECT_DOUBLE_EQ(info.nvls.bw_intra_GBps, 40.0);
+  EXPECT_DOUBLE_EQ(info.nvls.bw_inter_GBps, 40.0);
+  const nccl::Tables t = nccl::tune_model(info);
+  EXPECT_NEAR(
+      t.bandwidth(nccl::CollKind::kAllReduce, nccl::Algorithm::kNvlsTree, nccl::Protocol::kSimple),
+      8 * 40.0 * 0.7 * 4 / 6, 1e-3);
+  EXPECT_EQ(nccl::choose(t, nccl::CollKind::kAllReduce, std::int64_t{1} << 30).config.algo,
+            nccl::Algorithm::kRing);
+  const Cluster c28(load_cluster_spec("dgx-h100", 4));
+  EXPECT_DOUBLE_EQ(nccl_comm_info(c28, describe_communicator(c28, iota(32))).nvls.bw_inter_GBps,
+                   50.0);
 }
 
 TEST(NcclSearchEstimate, Nccl218HasSixteenSearchChannelsAndDoublesLast) {

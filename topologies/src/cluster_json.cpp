@@ -406,8 +406,9 @@ ClusterSpec parse_cluster_json(std::string_view text, std::string_view origin,
   }
   if (const json* v = optional_field(doc, "nccl_version")) {
     const Ctx c = ctx.at("nccl_version");
+    const std::string named = get_string(c, *v);
     try {
-      spec.nccl_version = nccl::version_named(get_string(c, *v));
+      spec.nccl_version = nccl::version_named(named);
     } catch (const Error& e) {
       c.fail(e.what());
     }

@@ -43,7 +43,10 @@ nccl::CommInfo nccl_comm_info(const Cluster& cluster, const CommunicatorInfo& co
     info.nvls_support = true;
     info.nvls.nchannels = heads;
     info.nvls.bw_intra_GBps = ladder[i];
-    info.nvls.bw_inter_GBps = ladder[i > 0 ? i - 1 : 0];
+    // 2.28's second search pass raises an NVLS graph's bwInter one speed; 2.18.3's never does (it
+    // raises bwIntra only, and keeps an NVLS graph only for more channels).
+    info.nvls.bw_inter_GBps =
+        info.version == nccl::Version::k2_18 ? ladder[i] : ladder[i > 0 ? i - 1 : 0];
     info.nvls.type_intra = nccl::PathType::kNvl;
     info.nvls.type_inter = g.type_inter;
   }

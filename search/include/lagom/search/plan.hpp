@@ -105,6 +105,7 @@ struct StockNcclFit {
   std::set<std::string> allreduce_algorithms;  // (NCCL 2.18) what the AllReduce rules run
   std::set<std::string> protocols;             // (NCCL 2.18) what every tuned rule runs
   std::set<int> channels;                      // (NCCL 2.18) every tuned rule's channels
+  int channels_cut = 0;  // (NCCL 2.18) rules whose smallest calls NCCL runs on fewer channels
 
   bool exact() const;           // every rule applies as planned
   std::string summary() const;  // one line: how it applies
