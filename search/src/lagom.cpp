@@ -307,6 +307,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - x_new);
     }
     accepted = e;
+    run.record_step(j);
     unpark(ws);
   }
   return {cfg, accepted};

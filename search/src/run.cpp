@@ -104,6 +104,7 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
   r.evaluations = evaluations_;
   r.simulations = eval_.simulations() - simulations;
   r.interrupted = interrupted;
+  r.step_order = step_order_;
   r.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (std::size_t j = 0; j < classes_.size(); ++j) {

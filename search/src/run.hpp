@@ -120,6 +120,8 @@ class SearchRun {
     best_ = e;
   }
   const Configs& best_configs() const { return best_configs_; }
+  // Lagom's walk: class j took an accepted step (SearchResult::step_order).
+  void record_step(std::size_t j) { step_order_.push_back(j); }
 
   // Thrown by evaluate() when SIGINT/SIGTERM asked to stop after NCCL's evaluation; run()
   // catches it and returns the fastest plan evaluated so far.
@@ -142,6 +144,7 @@ class SearchRun {
   Evaluation fastest_;       // the shortest step evaluated so far (what an interrupt keeps)
   Configs fastest_configs_;  // and its configurations
   std::int64_t evaluations_ = 0;
+  std::vector<std::size_t> step_order_;
   std::chrono::steady_clock::time_point start_;        // of run()
   std::chrono::steady_clock::time_point last_report_;  // progress
 

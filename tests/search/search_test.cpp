@@ -901,6 +901,16 @@ TEST(SearchMethods, EveryThreadCountGivesTheSamePlan) {
       v.tweak(o);
       o.jobs = jobs;
       const SearchResult r = search::run_search(eval, o);
+      // Lagom reports the class of each accepted step (fig8's 8b; none when its budget ends
+      // before a step); the other methods none.
+      if (v.method != Method::kLagom) {
+        EXPECT_TRUE(r.step_order.empty());
+      } else if (v.name == std::string("lagom per-axis")) {
+        EXPECT_FALSE(r.step_order.empty());
+      }
+      for (std::size_t j : r.step_order) {
+        EXPECT_LT(j, eval.classes().size());
+      }
       if (!first) {
         first = r;
         continue;
@@ -908,6 +918,7 @@ TEST(SearchMethods, EveryThreadCountGivesTheSamePlan) {
       EXPECT_EQ(plan_json(r.plan), plan_json(first->plan));
       EXPECT_EQ(r.step_time, first->step_time);
       EXPECT_EQ(r.evaluations, first->evaluations);
+      EXPECT_EQ(r.step_order, first->step_order);
     }
   }
   // Exhaustive on the coarse grid (every combination, in batches).

@@ -117,7 +117,10 @@ struct SearchResult {
   std::int64_t simulations = 0;
   double search_ms = 0;              // wall time of the search
   std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
-  ConfigPlan plan;                   // one rule per class (none for nccl)
+  // Lagom: the class of each accepted step, in the order the walk took them (Algorithm 1's
+  // priority at work; placements at minimum resources are not steps). Empty for other methods.
+  std::vector<std::size_t> step_order;
+  ConfigPlan plan;  // one rule per class (none for nccl)
   // SIGINT/SIGTERM stopped the search after NCCL's evaluation and keep_on_interrupt was set: the
   // plan is the fastest one evaluated so far (common/interrupt.hpp).
   bool interrupted = false;
