@@ -96,6 +96,16 @@ std::int64_t shrink_tree_ll128(const CommInfo& c, std::int64_t nch, std::int64_t
   return chunk;
 }
 
+// Buffer steps per chunk (the same in 2.18.3 and 2.28.9): ALLREDUCE/ALLGATHER/REDUCESCATTER_
+// CHUNKSTEPS for Ring/Simple on those functions, one step otherwise.
+int coll_chunk_steps(CollKind coll, Algorithm algo, Protocol proto) {
+  const bool ring_simple = proto == Protocol::kSimple && algo == Algorithm::kRing;
+  return ring_simple && (coll == CollKind::kAllReduce || coll == CollKind::kAllGather ||
+                         coll == CollKind::kReduceScatter)
+             ? kCollChunkSteps
+             : 1;
+}
+
 // calcCollChunking (enqueue.cc): the chunk of one channel (or, for CollNet, of all `nchannels`
 // channels) moving `nbytes` of global bytes.
 std::int64_t coll_chunk_bytes(const Tables& t, CollKind coll, Algorithm algo, Protocol proto,
@@ -103,12 +113,7 @@ std::int64_t coll_chunk_bytes(const Tables& t, CollKind coll, Algorithm algo, Pr
   const CommInfo& c = t.comm;
   const std::int64_t grain = kGrainBytes[index_of(proto)];
   std::int64_t step_size = buff_size(c, proto) / kSteps;
-  const bool ring_simple = proto == Protocol::kSimple && algo == Algorithm::kRing;
-  const int chunk_steps =
-      ring_simple && (coll == CollKind::kAllReduce || coll == CollKind::kAllGather ||
-                      coll == CollKind::kReduceScatter)
-          ? kCollChunkSteps
-          : 1;
+  const int chunk_steps = coll_chunk_steps(coll, algo, proto);
   std::int64_t chunk = step_size * chunk_steps;
   if (proto == Protocol::kLL) {
     chunk /= 2;
@@ -158,27 +163,20 @@ std::int64_t coll_chunk_bytes_218(const Tables& t, CollKind coll, Algorithm algo
                                   int nchannels, std::int64_t nbytes) {
   const CommInfo& c = t.comm;
   const std::int64_t step_size = buff_size(c, proto) / kSteps;
-  const bool ring_simple = proto == Protocol::kSimple && algo == Algorithm::kRing;
-  const int chunk_steps =
-      ring_simple && (coll == CollKind::kAllReduce || coll == CollKind::kAllGather ||
-                      coll == CollKind::kReduceScatter)
-          ? kCollChunkSteps
-          : 1;
+  const int chunk_steps = coll_chunk_steps(coll, algo, proto);
   std::int64_t chunk = step_size * chunk_steps;
   const std::int64_t nch = nchannels;
-  const std::int64_t log2_nodes = std::max<std::int64_t>(0, log2i(c.nnodes));
   if (algo == Algorithm::kTree && proto == Protocol::kSimple) {
-    const std::int64_t depth = ppn_int(c) - 1 + log2_nodes;  // connect.cc connectTrees
+    const std::int64_t depth = ppn_int(c) - 1 + log2i(c.nnodes);  // connect.cc connectTrees
     chunk = halve(nbytes, nch, chunk, {{depth * 8, 131072}, {depth * 4, 65536}, {depth, 32768}});
   } else if (algo == Algorithm::kCollNetDirect) {
     chunk = shrink_collnet_direct(c, nch, nbytes, chunk);
   } else if (algo == Algorithm::kCollNetChain) {
     chunk = shrink_collnet_chain(c, nch, nbytes, chunk_steps);
   } else if (algo == Algorithm::kNvls) {
-    chunk =
-        shrink_nvls(nch * std::max(1, c.nvls_heads), nbytes, std::min<std::int64_t>(chunk, 131072));
+    chunk = shrink_nvls(nch * c.nvls_heads, nbytes, std::min<std::int64_t>(chunk, 131072));
   } else if (algo == Algorithm::kNvlsTree) {
-    chunk = shrink_nvls_tree(nch * std::max(1, c.nvls_heads), nbytes, chunk);
+    chunk = shrink_nvls_tree(nch * c.nvls_heads, nbytes, chunk);
   } else if (algo == Algorithm::kTree && proto == Protocol::kLL128) {
     chunk = shrink_tree_ll128(c, nch, nbytes, chunk);
   }

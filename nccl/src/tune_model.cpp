@@ -337,8 +337,6 @@ void fill_2_18(Tables& t) {
   const HwLatency& hw_lat = pro.hw_lat;
   const int n_nodes = c.nnodes;
   const int n_ranks = c.nranks;
-  // log2i of 2.18 (utils.h) is 0 for 0 and 1.
-  const auto log2i_218 = [](std::int64_t n) { return std::max<std::int64_t>(0, log2i(n)); };
   const float ppn = pro.ppn;
   const int ppn_i = ppn_int(c);
   for (int coll = 0; coll < kTunedCollCount; ++coll) {
@@ -439,7 +437,7 @@ void fill_2_18(Tables& t) {
           }
         } else if (algo == Algorithm::kTree) {
           lat += 2 * (static_cast<float>(ppn_i - 1) * intra_lat_hw +
-                      static_cast<float>(log2i_218(n_nodes)) * inter_lat);
+                      static_cast<float>(log2i(n_nodes)) * inter_lat);
         } else if (algo == Algorithm::kCollNetDirect) {
           lat = static_cast<float>(
               lat +

@@ -186,7 +186,6 @@ PlanContext parse_context(const json& v) {
   str("workload", c.workload);
   str("cluster", c.cluster);
   str("profile", c.profile);
-  str("nccl_version", c.nccl_version);
   num("step_time_us", c.step_time_us);
   num("nccl_step_time_us", c.nccl_step_time_us);
   num("evaluations", c.evaluations);

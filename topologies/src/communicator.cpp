@@ -201,12 +201,12 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
       load *= static_cast<double>(k - 1) / static_cast<double>(k);
     }
   }
-  // When the search may look for different channels (sameChannels 0), a channel can run the ring
-  // backwards and use the other direction of every link. NCCL 2.28 does not try that when the
-  // ring crosses AMD sockets (search.cc); 2.18 always does.
   for (std::size_t i = 0; k >= 2 && i < k; ++i) {
     est.type_intra = std::max(est.type_intra, gpu_route(m, locals[i], locals[(i + 1) % k]).type);
   }
+  // When the search may look for different channels (sameChannels 0), a channel can run the ring
+  // backwards and use the other direction of every link. NCCL 2.28 does not try that when the
+  // ring crosses AMD sockets (search.cc); 2.18 always does.
   const bool reverse_rings =
       v218 || !(s.cpu.vendor == nccl::CpuVendor::kAmd && est.type_intra == nccl::PathType::kSys);
   std::set<std::pair<std::size_t, int>> directions;  // every (link, direction) either order loads
@@ -288,33 +288,26 @@ NcclSearchEstimate nccl_search(const Impl& m, const std::vector<int>& locals, bo
     est.channels = 1;
     return est;
   }
-  // ncclTopoDupChannels: 2.28 doubles before its second pass, which then tries every faster speed
-  // with at least as many channels; 2.18 has no second pass for rings and doubles at the end.
-  const auto dup_channels = [&] {
-    if (best_bw >= 25.0 && !(cc > 80 && best_bw < 50.0 && best_ch > 4)) {
-      const int dup = std::min(best_ch * 2, max_search);
-      best_bw /= (dup + best_ch - 1) / best_ch;
-      best_ch = dup;
+  // ncclTopoDupChannels. 2.28 then runs a second pass that tries every faster speed with at least
+  // as many channels; 2.18 has no second pass for rings (it duplicates last).
+  if (best_bw >= 25.0 && !(cc > 80 && best_bw < 50.0 && best_ch > 4)) {
+    const int dup = std::min(best_ch * 2, max_search);
+    best_bw /= (dup + best_ch - 1) / best_ch;
+    best_ch = dup;
+  }
+  if (!v218) {
+    const int min_ch = best_ch;
+    idx = 0;
+    while (ladder[idx] > best_bw + kEps && idx + 1 < ladder.size()) {
+      ++idx;
     }
-  };
-  if (v218) {
-    dup_channels();
-    est.bw_intra_GBps = est.bw_inter_GBps = best_bw;
-    est.channels = best_ch;
-    return est;
-  }
-  dup_channels();
-  const int min_ch = best_ch;
-  idx = 0;
-  while (ladder[idx] > best_bw + kEps && idx + 1 < ladder.size()) {
-    ++idx;
-  }
-  while (idx > 0) {
-    const double bw = ladder[--idx];
-    const int ch = channels_at(bw);
-    if (ch >= min_ch && ch * bw > best_ch * best_bw + kEps) {
-      best_ch = ch;
-      best_bw = bw;
+    while (idx > 0) {
+      const double bw = ladder[--idx];
+      const int ch = channels_at(bw);
+      if (ch >= min_ch && ch * bw > best_ch * best_bw + kEps) {
+        best_ch = ch;
+        best_bw = bw;
+      }
     }
   }
   est.bw_intra_GBps = est.bw_inter_GBps = best_bw;

@@ -41,10 +41,9 @@ std::string_view to_string(PathType type);     // "NVL", "PIX", ...
 std::string_view to_string(LinkClass cls);     // "nvlink", "pcie", "cpu-interconnect", "network"
 std::string_view to_string(CpuVendor vendor);  // "intel", "amd", "mixed", "other"
 
-inline constexpr double kLocBw = 5000.0;       // LOC_BW: a GPU to itself
-inline constexpr int kMaxSearchChannels = 32;  // graph->maxChannels = MAXCHANNELS / 2
-
-// The ring search's channel limit, MAXCHANNELS / 2: 32 in 2.28, 16 in 2.18.
+inline constexpr double kLocBw = 5000.0;  // LOC_BW: a GPU to itself
+// The ring search's channel limit (graph->maxChannels = MAXCHANNELS / 2): 32 in 2.28, 16 in
+// 2.18.
 inline int max_search_channels(Version v) {
   return max_channels(v) / 2;
 }
