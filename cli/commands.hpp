@@ -27,6 +27,8 @@ int export_command(const std::vector<std::string>& args);
 int tune_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
 int validate_command(const std::vector<std::string>& args);
+// `lagom validate --published ...`: published training runs against their simulation.
+int validate_published_command(const std::vector<std::string>& args);
 int sensitivity_command(const std::vector<std::string>& args);
 int reproduce_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);

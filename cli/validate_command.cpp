@@ -45,6 +45,11 @@ std::string pct(double e) {
 }  // namespace
 
 int validate_command(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--published" || a.starts_with("--published=")) {
+      return validate_published_command(args);
+    }
+  }
   std::vector<std::string> measured_paths;
   WorkloadInput input;
   HardwareOptions hw;
@@ -58,7 +63,9 @@ int validate_command(const std::vector<std::string>& args) {
       "Compares what lagom-validate measured on GPUs (one file, or one per rank) with the\n"
       "simulation of the same workload: each op's duration (median and worst |error|, compute\n"
       "and communication apart, ops under --min-us left out), the overlap groups' X, Y and Z,\n"
-      "and the step; --trace writes both timelines into one Perfetto trace.\n\nOptions");
+      "and the step; --trace writes both timelines into one Perfetto trace.\n\n"
+      "lagom validate --published FILE|DIR: published training runs against their\n"
+      "simulation instead (lagom validate --published --help).\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "measured", po::value(&measured_paths)->multitoken(), "lagom-validate's output (repeatable)")(
       "trace", po::value(&trace_path), "write measured and simulated timelines to this file")(
