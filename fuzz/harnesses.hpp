@@ -16,6 +16,7 @@ int parallel_spec(const std::uint8_t* data, std::size_t size);
 int placement(const std::uint8_t* data, std::size_t size);
 int plan(const std::uint8_t* data, std::size_t size);
 int profile(const std::uint8_t* data, std::size_t size);
+int published_runs(const std::uint8_t* data, std::size_t size);
 int sweep(const std::uint8_t* data, std::size_t size);
 int tuner_plan(const std::uint8_t* data, std::size_t size);
 int workload_json(const std::uint8_t* data, std::size_t size);

@@ -30,6 +30,7 @@ const std::map<std::string, Harness>& harnesses() {
                                                      {"cluster", fuzz::cluster},
                                                      {"profile", fuzz::profile},
                                                      {"model", fuzz::model},
+                                                     {"published_runs", fuzz::published_runs},
                                                      {"plan", fuzz::plan},
                                                      {"parallel_spec", fuzz::parallel_spec},
                                                      {"placement", fuzz::placement},
