@@ -66,6 +66,13 @@ Outcome run_one(const PublishedSet& set, const PublishedRun& r, const std::strin
     run_simulate(simulate_args(r, profile), out);
     const nlohmann::json j = nlohmann::json::parse(out.str());
     o.step_s = j.at("step_time_us").get<double>() * 1e-6;
+    // Tokens per GPU divide by the run's GPUs: they must be the ones simulated (a folded run
+    // simulates one data-parallel replica, so only an unfolded one can be checked).
+    const int ranks = j.at("workload").at("ranks").get<int>();
+    if (!r.fold && ranks != r.gpus) {
+      throw Error(fmt::format("the run says {} GPUs but '{}' on {} node(s) simulates {} ranks",
+                              r.gpus, r.parallel, r.nodes, ranks));
+    }
     if (!(o.step_s > 0)) {
       throw Error("the simulated step takes no time");
     }
@@ -86,6 +93,9 @@ std::string error_pct(double e) {
 }
 
 std::string summary_line(const calibrate::PublishedErrors& s) {
+  if (s.runs == 0) {
+    return "no run could be simulated";
+  }
   return fmt::format(
       "{} runs: median |error| {:.1f}% (signed {}), worst {:.1f}%, within 5%: {}, within 15%: {}",
       s.runs, 100 * s.median_abs, error_pct(s.median_signed), 100 * s.worst_abs, s.within_5,
@@ -93,9 +103,12 @@ std::string summary_line(const calibrate::PublishedErrors& s) {
 }
 
 nlohmann::ordered_json summary_json(const calibrate::PublishedErrors& s) {
-  return {{"runs", s.runs},           {"median_abs_error", s.median_abs},
-          {"median_error", s.median_signed}, {"worst_abs_error", s.worst_abs},
-          {"within_5pct", s.within_5},       {"within_15pct", s.within_15}};
+  return {{"runs", s.runs},
+          {"median_abs_error", s.median_abs},
+          {"median_error", s.median_signed},
+          {"worst_abs_error", s.worst_abs},
+          {"within_5pct", s.within_5},
+          {"within_15pct", s.within_15}};
 }
 
 }  // namespace
@@ -114,11 +127,11 @@ int validate_published_command(const std::vector<std::string>& args) {
       "published and predicted number and the throughput error: predicted / published - 1 in\n"
       "tokens per second (+20% means lagom says the run was 20% faster than it was). The\n"
       "project's set is tests/data/published-runs (docs/VALIDATION.md §4).\n\nOptions");
-  desc.add_options()("help,h", "show this help")(
-      "published", po::value(&paths)->multitoken(), "a published-runs file or folder (repeatable)")(
+  desc.add_options()("help,h", "show this help")("published", po::value(&paths)->multitoken(),
+                                                 "a published-runs file or folder (repeatable)")(
       "jobs,j", integer_option(&jobs, "-j", 1, 1024, "threads")->default_value("1"),
       "simulate this many runs at once")("run", po::value(&only),
-                                          "only the runs whose name contains this text")(
+                                         "only the runs whose name contains this text")(
       "profile", po::value(&profile), "a hardware profile for every run (default: the cluster's)")(
       "csv", po::value(&csv_path), "also write one CSV row per run to this file")(
       "json", "print a JSON report");
@@ -192,12 +205,12 @@ int validate_published_command(const std::vector<std::string>& args) {
             const PublishedSet& s = sets[todo[i].set];
             const PublishedRun& r = s.runs[todo[i].run];
             const Outcome& o = outcomes[i];
-            out << fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_quote(s.name),
-                               csv_quote(r.name), calibrate::to_string(s.metric), r.published,
+            out << fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_quote(s.name), csv_quote(r.name),
+                               calibrate::to_string(s.metric), r.published,
                                o.ok ? fmt::format("{:.6g}", o.predicted) : "",
                                o.ok ? fmt::format("{:.6f}", o.error) : "",
-                               o.ok ? fmt::format("{:.6f}", o.step_s) : "",
-                               o.ok ? "ok" : "error", csv_quote(o.message));
+                               o.ok ? fmt::format("{:.6f}", o.step_s) : "", o.ok ? "ok" : "error",
+                               csv_quote(o.message));
           }
         },
         "published-runs CSV");
@@ -238,8 +251,8 @@ int validate_published_command(const std::vector<std::string>& args) {
   } else {
     fmt::print("lagom validate --published: {} runs from {} file(s)\n", todo.size(), sets.size());
     for (std::size_t s = 0; s < sets.size(); ++s) {
-      fmt::print("\n{} ({}): {}\n  source: {}\n", sets[s].name, calibrate::to_string(sets[s].metric),
-                 sets[s].description, sets[s].source);
+      fmt::print("\n{} ({}): {}\n  source: {}\n", sets[s].name,
+                 calibrate::to_string(sets[s].metric), sets[s].description, sets[s].source);
       fmt::print("  {:<44} {:>12} {:>12} {:>8}\n", "run", "published", "predicted", "error");
       for (std::size_t i = 0; i < todo.size(); ++i) {
         if (todo[i].set != s) {
@@ -251,8 +264,7 @@ int validate_published_command(const std::vector<std::string>& args) {
           fmt::print("  {:<44} {:>12.4g} {:>12.4g} {:>8}\n", r.name, r.published, o.predicted,
                      error_pct(o.error));
         } else {
-          fmt::print("  {:<44} {:>12.4g} {:>12} failed: {}\n", r.name, r.published, "-",
-                     o.message);
+          fmt::print("  {:<44} {:>12.4g} {:>12} failed: {}\n", r.name, r.published, "-", o.message);
         }
       }
       if (!set_errors[s].empty()) {

@@ -21,9 +21,13 @@ using nlohmann::json;
 constexpr int kMaxGpus = 1 << 24;
 constexpr int kMaxBatch = 1 << 30;
 
-double positive_number(const Ctx& ctx, const json& v) {
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0)) {
-    ctx.fail(fmt::format("expected a finite number > 0, got {}", json_reader::type_of(v)));
+// A published figure: seconds per step or tokens per second per GPU, both far inside this.
+double published_number(const Ctx& ctx, const json& v) {
+  constexpr double kLo = 1e-9;
+  constexpr double kHi = 1e12;
+  if (!v.is_number() || !(v.get<double>() >= kLo && v.get<double>() <= kHi)) {
+    ctx.fail(fmt::format("expected a number between {:g} and {:g}, got {}", kLo, kHi,
+                         json_reader::type_of(v)));
   }
   return v.get<double>();
 }
@@ -58,12 +62,15 @@ struct Setup {
 
 PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
                       const std::string& base_dir) {
-  json_reader::expect_object(ctx, r,
-                             {"name", "model", "parallel", "gpus", "nodes", "mbs", "gbs", "seq",
-                              "recompute", "published", "cluster", "precision", "fold", "note",
-                              "table"});
+  json_reader::expect_object(
+      ctx, r,
+      {"name", "model", "parallel", "gpus", "nodes", "mbs", "gbs", "seq", "recompute", "published",
+       "cluster", "precision", "fold", "note", "table"});
   PublishedRun run;
   run.name = json_reader::get_string(ctx.at("name"), json_reader::require(ctx, r, "name"));
+  if (run.name.empty()) {
+    ctx.at("name").fail("expected a name, got an empty string");
+  }
   run.model = json_reader::get_string(ctx.at("model"), json_reader::require(ctx, r, "model"));
   if (is_path(run.model) && fs::path(run.model).is_relative()) {
     run.model = (fs::path(base_dir) / run.model).lexically_normal().string();
@@ -78,13 +85,17 @@ PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
   run.recompute =
       json_reader::get_string(ctx.at("recompute"), json_reader::require(ctx, r, "recompute"));
   if (run.recompute != "none" && run.recompute != "full" && run.recompute != "selective") {
-    ctx.at("recompute").fail(
-        fmt::format("expected none, full or selective, got \"{}\"", run.recompute));
+    ctx.at("recompute")
+        .fail(fmt::format("expected none, full or selective, got \"{}\"", run.recompute));
   }
-  run.published = positive_number(ctx.at("published"), json_reader::require(ctx, r, "published"));
+  run.published = published_number(ctx.at("published"), json_reader::require(ctx, r, "published"));
   run.cluster = optional_string(ctx, r, "cluster", setup.cluster);
   if (run.cluster.empty()) {
     ctx.at("cluster").fail("missing: give the run's cluster, or 'cluster' in the file's setup");
+  }
+  // A cluster file, like a model file, is relative to this file (a preset is a name).
+  if (is_path(run.cluster) && fs::path(run.cluster).is_relative()) {
+    run.cluster = (fs::path(base_dir) / run.cluster).lexically_normal().string();
   }
   run.precision = optional_string(ctx, r, "precision", setup.precision);
   run.fold = setup.fold;
@@ -97,8 +108,8 @@ PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
                                      json_reader::type_of(*t)));
   }
   if (static_cast<long long>(run.gpus) > static_cast<long long>(run.nodes) * 1024) {
-    ctx.at("gpus").fail(fmt::format("{} GPUs on {} nodes is more than 1024 a node", run.gpus,
-                                    run.nodes));
+    ctx.at("gpus").fail(
+        fmt::format("{} GPUs on {} nodes is more than 1024 a node", run.gpus, run.nodes));
   }
   return run;
 }
@@ -130,11 +141,11 @@ PublishedSet parse_published_runs(std::string_view text, const std::string& orig
   PublishedSet set;
   set.origin = origin;
   set.name = json_reader::get_string(ctx.at("name"), json_reader::require(ctx, doc, "name"));
-  set.description = json_reader::get_string(ctx.at("description"),
-                                            json_reader::require(ctx, doc, "description"));
+  set.description =
+      json_reader::get_string(ctx.at("description"), json_reader::require(ctx, doc, "description"));
   set.source = json_reader::get_string(
-      ctx.at("source"),
-      json_reader::require(ctx, doc, "source", "where the numbers come from: document, table, link"));
+      ctx.at("source"), json_reader::require(ctx, doc, "source",
+                                             "where the numbers come from: document, table, link"));
   const std::string metric =
       json_reader::get_string(ctx.at("metric"), json_reader::require(ctx, doc, "metric"));
   if (metric == "step_time_s") {
@@ -165,6 +176,13 @@ PublishedSet parse_published_runs(std::string_view text, const std::string& orig
   }
   for (std::size_t i = 0; i < runs.size(); ++i) {
     set.runs.push_back(read_run(ctx.at("runs").at(i), runs[i], setup, base_dir));
+    for (std::size_t k = 0; k < i; ++k) {
+      if (set.runs[k].name == set.runs[i].name) {
+        ctx.at("runs").at(i).at("name").fail(fmt::format(
+            "\"{}\" is also runs[{}]'s name; names pick runs (--run), so each must differ",
+            set.runs[i].name, k));
+      }
+    }
   }
   return set;
 }

@@ -60,6 +60,10 @@ TEST(PublishedRuns, ARunTakesTheSetupAndResolvesItsModel) {
   EXPECT_EQ(s.runs[0].cluster, "dgx-a100");
   EXPECT_EQ(s.runs[0].precision, "bf16");
   EXPECT_EQ(s.runs[0].model, "/base/models/mpt-125m.json");
+  std::string own = kRun;
+  own.replace(own.find(R"("nodes": 1)"), 10, R"("nodes": 1, "cluster": "c/mine.json")");
+  EXPECT_EQ(calibrate::parse_published_runs(doc_with("[" + own + "]"), "t", "/b").runs[0].cluster,
+            "/b/c/mine.json");
   EXPECT_EQ(s.metric, PublishedMetric::kTokensPerSecondGpu);
   // A zoo name stays a name.
   std::string zoo = kRun;
@@ -84,6 +88,9 @@ TEST(PublishedRuns, BadInputNamesTheFileAndThePath) {
       {doc_with("[" + kRun + "]", R"(, "extra": 1)"), "extra"},
       {with_run(R"("published": 1000)", R"("published": -3)"), "runs[0].published"},
       {with_run(R"("published": 1000)", R"("published": "fast")"), "runs[0].published"},
+      {with_run(R"("published": 1000)", R"("published": 1e-300)"), "runs[0].published"},
+      {with_run(R"("name": "r")", R"("name": "")"), "runs[0].name"},
+      {doc_with("[" + kRun + ", " + kRun + "]"), "runs[1].name: \"r\" is also runs[0]'s name"},
       {with_run(R"(, "published": 1000)", ""), "published"},
       {with_run(R"("recompute": "none")", R"("recompute": "some")"), "runs[0].recompute"},
       {with_run(R"("gpus": 8)", R"("gpus": 0)"), "runs[0].gpus"},
@@ -166,6 +173,18 @@ TEST(PublishedRunsCli, ARunThatCannotBeSimulatedFailsTheCommand) {
   const CliRun r = run_lagom({"validate", "--published", path});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("failed:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no run could be simulated"), std::string::npos) << r.out;
+  // GPUs that are not the simulated ranks would divide the throughput wrongly.
+  std::string wrong = kRun;
+  wrong.replace(wrong.find(R"("gpus": 8)"), 9, R"("gpus": 16)");
+  wrong.replace(wrong.find("models/mpt-125m.json"), 20,
+                data_path("published-runs/models/mpt-125m.json"));
+  { std::ofstream(path) << doc_with("[" + wrong + "]"); }
+  const CliRun g = run_lagom({"validate", "--published", path});
+  EXPECT_EQ(g.exit_code, 1);
+  EXPECT_NE(g.out.find("the run says 16 GPUs but 'fsdp=8' on 1 node(s) simulates 8 ranks"),
+            std::string::npos)
+      << g.out;
   const CliRun none = run_lagom({"validate", "--published", dir.path().string() + "/nothing"});
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.err.find("nothing"), std::string::npos) << none.err;
