@@ -667,6 +667,12 @@ class Generator {
     const int stages = p_.pp * p_.vpp;
     const double act_bytes =
         static_cast<double>(c_.mbs) * lseq_ * m_.hidden * bpe_ / (p_.sp ? p_.tp : 1);
+    // Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. SC'21 §4.1): without
+    // SP every TP rank holds the whole activation, so each sends only its 1/t slice over its own
+    // NIC and the receiving stage all-gathers the slices over NVLink before it computes. With
+    // SP the activation is already split and travels as it is.
+    const bool scatter_gather = p_.tp > 1 && !p_.sp;
+    const double pp_bytes = scatter_gather ? act_bytes / p_.tp : act_bytes;
 
     const std::vector<PipelineUnit> order = pipeline_order(p_.pp, p_.vpp, c.pp, micro_);
 
@@ -689,6 +695,13 @@ class Generator {
       return comms_.pp_pair.empty() ? traces::kNoGroup
                                     : comms_.pp_pair[static_cast<std::size_t>(r)][dir > 0 ? 1 : 0];
     };
+    const GroupId tpg = comms_.tp[static_cast<std::size_t>(r)];
+    auto receive = [&](int dir, const std::string& what) {
+      add_comm(s.compute, OpKind::kRecv, pp_group(dir), pp_bytes, what, next_rank(dir));
+      if (scatter_gather) {
+        add_comm(s.compute, OpKind::kAllGather, tpg, act_bytes, what + ".gather");
+      }
+    };
     mb_ = -1;
     for (const PipelineUnit& u : order) {
       mb_ = u.micro_batch;
@@ -697,8 +710,7 @@ class Generator {
       const int l1 = first_layer_[static_cast<std::size_t>(v) + 1];
       if (u.forward) {
         if (v > 0) {
-          add_comm(s.compute, OpKind::kRecv, pp_group(-1), act_bytes,
-                   fmt::format("L{}.pp.recv.fwd", l0), next_rank(-1));
+          receive(-1, fmt::format("L{}.pp.recv.fwd", l0));
         } else {
           add_kernel(s.compute,
                      stream(ComputeClass::kElementwise,
@@ -750,15 +762,14 @@ class Generator {
                      "head.loss.fwd");
         } else {
           const OpId producer = marker(s.compute, fmt::format("L{}.pp.ready.fwd", l1 - 1));
-          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(+1), act_bytes,
+          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(+1), pp_bytes,
                                      fmt::format("L{}.pp.send.fwd", l1 - 1), next_rank(+1));
           b_.add_dep(send, producer);
         }
       } else {
         const bool last_mb = u.micro_batch == micro_ - 1;
         if (v < stages - 1) {
-          add_comm(s.compute, OpKind::kRecv, pp_group(+1), act_bytes,
-                   fmt::format("L{}.pp.recv.bwd", l1 - 1), next_rank(+1));
+          receive(+1, fmt::format("L{}.pp.recv.bwd", l1 - 1));
         } else {
           const double tokens = static_cast<double>(c_.mbs) * lseq_;
           auto [dgrad, wgrad] = gemm_backward(tokens, vocab_ / p_.tp, m_.hidden, bpe_);
@@ -838,7 +849,7 @@ class Generator {
         }
         if (v > 0) {
           const OpId producer = marker(s.compute, fmt::format("L{}.pp.ready.bwd", l0));
-          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(-1), act_bytes,
+          const OpId send = add_comm(s.pp, OpKind::kSend, pp_group(-1), pp_bytes,
                                      fmt::format("L{}.pp.send.bwd", l0), next_rank(-1));
           b_.add_dep(send, producer);
         } else {

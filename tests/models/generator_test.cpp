@@ -557,6 +557,8 @@ TEST(GeneratorComm, PipelineSendsOneActivationPerMicroBatchAndBoundary) {
   // micro-batch, the activations forward and their gradient backward: mbs x seq x hidden x bpe
   // (split over TP with SP, where stages exchange sequence shards), one send and one recv each
   // way. Summed over the tp x dp pipelines: 2 x tp x dp x micro x (S - 1) sends, as many recvs.
+  // TP without SP scatters and gathers (Megatron-LM, SC'21 §4.1): each TP rank sends a 1/tp
+  // slice and the receiving stage all-gathers the whole activation over TP after each recv.
   const ModelSpec m = tiny();
   struct Case {
     const char* par;
@@ -565,13 +567,20 @@ TEST(GeneratorComm, PipelineSendsOneActivationPerMicroBatchAndBoundary) {
   };
   for (const Case& c :
        {Case{"pp=4", 1, 1, 4, false}, Case{"pp=2,vpp=2", 1, 1, 4, false},
-        Case{"tp=2,sp,pp=2,dp=2", 2, 2, 2, true}, Case{"pp=4,vpp=2,dp=2", 1, 2, 8, false}}) {
+        Case{"tp=2,sp,pp=2,dp=2", 2, 2, 2, true}, Case{"pp=4,vpp=2,dp=2", 1, 2, 8, false},
+        Case{"tp=2,pp=2,vpp=2", 2, 1, 4, false}}) {
     SCOPED_TRACE(c.par);
     const int micro = 4;
     const GeneratedStep s = generate(m, c.par, config(2, 2 * c.dp * micro));
-    const double act = act_bytes(m) / (c.sp ? c.tp : 1);
+    const double whole = act_bytes(m) / (c.sp ? c.tp : 1);
+    const bool scatter = c.tp > 1 && !c.sp;
+    const double act = scatter ? whole / c.tp : whole;
     const double transfers = 2.0 * c.tp * c.dp * micro * (c.stages - 1);
     const Tally t = tally(s.workload);
+    if (scatter) {  // (with SP the layers' own all-gathers share the axis)
+      EXPECT_EQ(t.n(OpKind::kAllGather, "tp"), transfers);
+      expect_rel(t.b(OpKind::kAllGather, "tp"), transfers * whole, 1e-12, "gather");
+    }
     EXPECT_EQ(t.n(OpKind::kSend, "p2p"), transfers);
     EXPECT_EQ(t.n(OpKind::kRecv, "p2p"), transfers);
     expect_rel(t.b(OpKind::kSend, "p2p"), transfers * act, 1e-12, "send");
