@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -308,12 +309,13 @@ class Fitter {
 
   static ComputeShape gemm_shape(std::int64_t m, std::int64_t n, std::int64_t k,
                                  std::int64_t blocks) {
-    const double tiles =
-        std::ceil(static_cast<double>(m) / 128.0) * std::ceil(static_cast<double>(n) / 128.0);
-    return ComputeShape{
-        2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-        static_cast<std::int32_t>(std::min(1e9, blocks > 0 ? static_cast<double>(blocks) : tiles)),
-        1, ComputeClass::kGemm};
+    // The simulator's GEMM (whole tiles); the measured launch's grid where cuBLASLt reported it.
+    ComputeShape shape =
+        traces::gemm_shape(static_cast<double>(m), static_cast<double>(n), static_cast<double>(k));
+    if (blocks > 0) {
+      shape.blocks = static_cast<std::int32_t>(std::min<std::int64_t>(blocks, 1000000000));
+    }
+    return shape;
   }
   static double gemm_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
     const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
@@ -333,6 +335,8 @@ class Fitter {
     std::vector<Point> points;
     int samples = 0;
     int tiny = 0;
+    double min_k = std::numeric_limits<double>::infinity();
+    double max_k = 0;
     for (const auto& [key, t] : times) {
       const auto [m, n, k, blocks] = key;
       const ComputeShape shape = gemm_shape(m, n, k, blocks);
@@ -346,6 +350,8 @@ class Fitter {
         continue;
       }
       samples += static_cast<int>(t.size());
+      min_k = std::min(min_k, static_cast<double>(k));
+      max_k = std::max(max_k, static_cast<double>(k));
       points.push_back(Point{[shape, bytes](const HardwareProfile& p) {
                                return sim::ComputeModel(p).alone(shape, bytes).time_us;
                              },
@@ -360,10 +366,48 @@ class Fitter {
     if (points.empty()) {
       prior_kept("compute.classes.gemm.flops_efficiency", field(p_),
                  "no compute-bound GEMM samples (benchmark 'gemm')");
+      prior_kept("compute.gemm_k_overhead", p_.compute.gemm_k_overhead,
+                 "no compute-bound GEMM samples (benchmark 'gemm')");
       return;
     }
+    // The tile overhead and the deep-tile efficiency together: the overhead is the K-equivalent
+    // that best explains shallow GEMMs against deep ones (a grid of 4-element steps, the
+    // efficiency refitted at each), identifiable only when the depths differ at least 2x.
+    if (max_k >= 2 * min_k) {
+      const double before = p_.compute.gemm_k_overhead.value;
+      const double err_before = median_abs_error(p_, points);
+      double best = before;
+      double best_efficiency = field(p_).value;
+      double best_cost = std::numeric_limits<double>::infinity();
+      for (double k0 = 0; k0 <= 1024; k0 += 4) {
+        HardwareProfile trial = p_;
+        trial.compute.gemm_k_overhead.value = k0;
+        field(trial).value = minimise(trial, field, kMinEfficiency, 1.0, points);
+        const double cost = squared_log_error(trial, points);
+        if (cost < best_cost) {
+          best_cost = cost;
+          best = k0;
+          best_efficiency = field(trial).value;
+        }
+      }
+      // The error after is with the efficiency that goes with it (refitted just below).
+      field(p_).value = best_efficiency;
+      p_.compute.gemm_k_overhead =
+          Measured{best, fmt::format("{}: the K-equivalent of a GEMM tile's prologue and "
+                                     "epilogue, over compute-bound GEMMs of K {} to {} ({} "
+                                     "configurations, {} samples)",
+                                     source_, min_k, max_k, points.size(), samples)};
+      fits_.push_back(CoefficientFit{"compute.gemm_k_overhead", before, best, true, samples,
+                                     err_before, median_abs_error(p_, points),
+                                     "GEMM time against reduction depth"});
+    } else {
+      prior_kept("compute.gemm_k_overhead", p_.compute.gemm_k_overhead,
+                 "the GEMM samples' depths differ less than 2x: the tile overhead is not "
+                 "separable from the efficiency");
+    }
     fit("compute.classes.gemm.flops_efficiency", field, kMinEfficiency, 1.0, points, samples,
-        "the compute model's time (waves over the launch's grid) over compute-bound GEMMs");
+        "the compute model's time (whole tiles over the launch's grid, with the tile overhead) "
+        "over compute-bound GEMMs");
   }
 
   void contention() {

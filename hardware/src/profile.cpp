@@ -186,9 +186,19 @@ HardwareProfile parse_profile_json(std::string_view text, std::string_view origi
     }
   }
   const json& comp = r.field(doc, "", "compute");
-  r.only(comp, "compute", {"launch_us", "overlap_loss", "classes"});
+  r.only(comp, "compute",
+         {"launch_us", "overlap_loss", "gemm_k_overhead", "gemm_split_k_depth", "classes"});
   p.compute.launch_us = r.measured(comp, "compute", "launch_us", 0, 1e4);
   p.compute.overlap_loss = r.measured(comp, "compute", "overlap_loss", 0, 1);
+  // Absent from files written before the GEMM tile model: no overhead, no split (as then).
+  p.compute.gemm_k_overhead =
+      comp.contains("gemm_k_overhead")
+          ? r.measured(comp, "compute", "gemm_k_overhead", 0, 65536)
+          : Measured{0, "default (field absent from the file): no tile overhead"};
+  p.compute.gemm_split_k_depth =
+      comp.contains("gemm_split_k_depth")
+          ? r.measured(comp, "compute", "gemm_split_k_depth", 0, 1 << 24)
+          : Measured{0, "default (field absent from the file): never split K"};
   const json& classes = r.field(comp, "compute", "classes");
   r.only(classes, "compute.classes",
          {"other", "gemm", "attention", "elementwise", "norm", "optimizer"});
@@ -294,6 +304,8 @@ std::string profile_to_json(const HardwareProfile& p) {
   ordered comp;
   comp["launch_us"] = to_json(p.compute.launch_us);
   comp["overlap_loss"] = to_json(p.compute.overlap_loss);
+  comp["gemm_k_overhead"] = to_json(p.compute.gemm_k_overhead);
+  comp["gemm_split_k_depth"] = to_json(p.compute.gemm_split_k_depth);
   ordered classes;
   for (int c = 0; c < kComputeClassCount; ++c) {
     const ComputeClassParams& k = p.compute.classes[c];
@@ -348,6 +360,8 @@ std::vector<ProfileField> profile_fields(HardwareProfile& p) {
   }
   add("compute.launch_us", p.compute.launch_us);
   add("compute.overlap_loss", p.compute.overlap_loss);
+  add("compute.gemm_k_overhead", p.compute.gemm_k_overhead);
+  add("compute.gemm_split_k_depth", p.compute.gemm_split_k_depth);
   for (int ci = 0; ci < kComputeClassCount; ++ci) {
     ComputeClassParams& k = p.compute.classes[ci];
     const std::string cp = fmt::format("compute.classes.{}", kClassNames[ci]);

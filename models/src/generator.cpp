@@ -156,7 +156,7 @@ class Generator {
     // Model FLOPs (StepFigures::flops) leave recomputation out, as the MFU convention does.
     if (!recomputing_ && !k.recomputed &&
         (k.shape.cls == ComputeClass::kGemm || k.shape.cls == ComputeClass::kAttention)) {
-      figures_.flops += k.shape.flops;
+      figures_.flops += k.model_flops >= 0 ? k.model_flops : k.shape.flops;
     }
     return op;
   }
@@ -416,10 +416,19 @@ class Generator {
             q.pass = "gradcast";
             b.kernels.push_back(q);
           }
-          // Recover m, n, k from the forward GEMM: flops = 2mnk; keep the FLOPs and tiles.
+          // dgrad C[m,k] = dC[m,n] B^T and wgrad C[k,n] = A^T dC, each with its own tiles
+          // (kernels.hpp); the forward's precision and HBM bytes (the same three matrices).
           Kernel dgrad = *k;
           Kernel wgrad = *k;
-          wgrad.shape.blocks = std::max(1, k->shape.blocks);
+          const auto [dg, wg] = gemm_backward(k->m, k->n, k->k, bpe_);
+          for (auto [to, from] : {std::pair{&dgrad, &dg}, std::pair{&wgrad, &wg}}) {
+            to->shape.flops = from->shape.flops;
+            to->shape.blocks = from->shape.blocks;
+            to->model_flops = from->model_flops;
+            to->m = from->m;
+            to->n = from->n;
+            to->k = from->k;
+          }
           dgrad.pass = "dgrad";
           wgrad.pass = "wgrad";
           b.kernels.push_back(dgrad);

@@ -16,10 +16,11 @@ std::int32_t blocks(double count) {
 
 Kernel gemm(double m, double n, double k, int bytes_per_element) {
   Kernel g;
-  g.shape.flops = 2.0 * m * n * k;
-  g.shape.blocks = blocks(std::ceil(m / 128.0) * std::ceil(n / 128.0));
-  g.shape.blocks_per_sm = 1;
-  g.shape.cls = traces::ComputeClass::kGemm;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.model_flops = 2.0 * m * n * k;
+  g.shape = traces::gemm_shape(m, n, k);
   g.bytes = bytes_per_element * (m * k + k * n + m * n);
   return g;
 }

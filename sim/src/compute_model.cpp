@@ -70,9 +70,17 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   const double per_sm_flops_per_us = peak_TFLOPS * 1e6 / sms_ * k.flops_efficiency.value;
   const double hbm_bytes_per_us = hbm_GBps * 1e3 * k.hbm_efficiency.value;
   // Without a block count: one full wave on the whole GPU.
-  const double mu = shape.blocks > 0 ? shape.blocks : static_cast<double>(sms_) * tb;
-  const double flops_per_block = shape.flops / mu;
-  const double bytes_per_block = bytes * inflation / mu;
+  double mu = shape.blocks > 0 ? shape.blocks : static_cast<double>(sms_) * tb;
+  double flops = shape.flops;
+  double traffic = bytes;
+  if (shape.cls == traces::ComputeClass::kGemm && shape.blocks > 0) {
+    const GemmTiles g = gemm_tiles(shape);
+    mu = g.blocks;
+    flops = g.flops;
+    traffic += g.partial_bytes;
+  }
+  const double flops_per_block = flops / mu;
+  const double bytes_per_block = traffic * inflation / mu;
   const double loss = profile_.compute.overlap_loss.value;
   const double per_wave_blocks = static_cast<double>(grant.full) * tb + shared_blocks;
 
@@ -102,6 +110,30 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   e.time_us = profile_.compute.launch_us.value + t;
   e.hbm_GBps = e.time_us > 0 ? bytes / (e.time_us * 1e3) : 0;
   return e;
+}
+
+double ComputeModel::blocks_of(const traces::ComputeShape& shape) const {
+  if (shape.cls == traces::ComputeClass::kGemm && shape.blocks > 0) {
+    return gemm_tiles(shape).blocks;
+  }
+  return shape.blocks;
+}
+
+ComputeModel::GemmTiles ComputeModel::gemm_tiles(const traces::ComputeShape& shape) const {
+  constexpr double kTile = traces::kGemmTile;
+  constexpr double kTileFlopsPerK = 2.0 * kTile * kTile;
+  GemmTiles g;
+  const double tiles = shape.blocks;
+  const double depth = shape.flops / (tiles * kTileFlopsPerK);
+  const double split_depth = profile_.compute.gemm_split_k_depth.value;
+  if (split_depth > 0 && 2 * tiles < sms_ && depth >= 2 * split_depth) {
+    g.split = std::max(1.0, std::min(std::floor(sms_ / tiles), std::floor(depth / split_depth)));
+  }
+  g.blocks = tiles * g.split;
+  g.flops = shape.flops + g.blocks * kTileFlopsPerK * profile_.compute.gemm_k_overhead.value;
+  // Each part writes its fp32 partial tile and the reduction reads them all back.
+  g.partial_bytes = g.split > 1 ? 2.0 * 4.0 * kTile * kTile * g.blocks : 0.0;
+  return g;
 }
 
 double ComputeModel::peak_TFLOPS_of(const traces::ComputeShape& shape) const {

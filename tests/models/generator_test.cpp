@@ -260,8 +260,12 @@ void check_flops(const ModelSpec& m, const FlopsCase& c) {
   // Sums of a few thousand doubles: only rounding separates them.
   expect_rel(s.figures.flops, model_flops(m, tp, c.gbs * seq, seq, false), 1e-9,
              "StepFigures::flops (model FLOPs)");
-  expect_rel(tally(s.workload).flops, model_flops(m, tp, c.gbs * seq, seq, c.recompute), 1e-9,
-             "GEMM + attention ops (hardware FLOPs)");
+  // The ops carry the work their kernels do: GEMMs padded to whole 128 x 128 tiles
+  // (kernels.hpp), which adds up to 4% for the tiny model's odd widths (a 1,100 vocabulary,
+  // 48-wide heads) and nothing where every width is a multiple of 128.
+  const double hardware = model_flops(m, tp, c.gbs * seq, seq, c.recompute);
+  EXPECT_GE(tally(s.workload).flops, hardware * (1 - 1e-9)) << "GEMM + attention ops";
+  EXPECT_LE(tally(s.workload).flops, hardware * 1.04) << "GEMM + attention ops";
 }
 
 TEST(GeneratorFlops, DenseStepsMatchSixNTPlusAttention) {
@@ -311,8 +315,10 @@ TEST(GeneratorFlops, MixtureOfExpertsCountsTheActiveParameters) {
 TEST(GeneratorFlops, RecomputationAddsOneForwardOfTheBlocks) {
   // Without recomputation the blocks' FLOPs are F_blocks = F - 6 V_pad h T (the head's); one
   // forward is a third of them, and recomputation makes the GPUs run exactly that much more:
-  // F_rc - F = F_blocks / 3, so the blocks cost 4/3. The model FLOPs stay F.
-  const ModelSpec m = tiny();
+  // F_rc - F = F_blocks / 3, so the blocks cost 4/3. The model FLOPs stay F. (64-wide heads:
+  // every GEMM width a multiple of 128, so no tile padding separates backward from 2 forwards.)
+  ModelSpec m = tiny();
+  m.head_dim = 64;
   const double tokens = 16.0 * m.seq_len;
   const GeneratedStep plain = generate(m, "tp=2,pp=2,dp=2", config(2, 16));
   const GeneratedStep rc = generate(m, "tp=2,pp=2,dp=2", config(2, 16, 0, true));
@@ -734,7 +740,8 @@ TEST(GeneratorPrecision, Fp8RunsTheLinearGemmsInFp8AndGathersTheirInputsInFp8) {
   // quantizations add 6 streaming kernels: the projection's and fc2's inputs (cast-transposed, 4
   // bytes an element) and the four output gradients (tokens x out, 4 bytes an element, plus
   // the transpose of QKV's and fc1's inputs, 2 bytes an element of tokens x hidden).
-  const ModelSpec m = tiny();
+  ModelSpec m = tiny();
+  m.head_dim = 64;  // whole 128-wide tiles: the ops' work is the closed form
   const int micro = 2;
   const TrainingConfig c = config(2, 2 * micro);
   const GeneratedStep a = generate(m, "tp=4,sp", c);

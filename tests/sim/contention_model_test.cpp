@@ -16,8 +16,15 @@
 namespace lagom::sim {
 namespace {
 
+// The built-in H100 profile without the GEMM tile overhead and split-K, so that the closed forms
+// below are the waves alone (ComputeModel.GemmTiles* test the tile model).
 const hardware::HardwareProfile& h100() {
-  static const hardware::HardwareProfile p = hardware::load_profile("h100-sxm");
+  static const hardware::HardwareProfile p = [] {
+    hardware::HardwareProfile q = hardware::load_profile("h100-sxm");
+    q.compute.gemm_k_overhead.value = 0;
+    q.compute.gemm_split_k_depth.value = 0;
+    return q;
+  }();
   return p;
 }
 
@@ -25,6 +32,53 @@ const hardware::HardwareProfile& h100() {
 double gemm_flops_per_sm_us(const hardware::HardwareProfile& p) {
   return p.gpu.bf16_TFLOPS.value * 1e6 / p.gpu.sms.value *
          p.compute.classes[static_cast<int>(traces::ComputeClass::kGemm)].flops_efficiency.value;
+}
+
+TEST(ComputeModel, GemmTilesPayTheirOverheadInReductionDepth) {
+  // 132 tiles of depth K on 132 SMs: one wave of 2 x 128^2 x (K + k0) FLOPs per SM. With
+  // k0 = 128, K = 768 takes (768 + 128) / 768 of the bare time, K = 8192 (8192 + 128) / 8192.
+  hardware::HardwareProfile p = h100();
+  p.compute.gemm_k_overhead.value = 128;
+  const ComputeModel m(p);
+  const double rate = gemm_flops_per_sm_us(p);
+  for (const double k : {768.0, 8192.0}) {
+    traces::ComputeShape g;
+    g.cls = traces::ComputeClass::kGemm;
+    g.blocks = 132;
+    g.blocks_per_sm = 1;
+    g.flops = 132 * 2.0 * 128 * 128 * k;
+    const KernelEstimate e = m.alone(g, 0);
+    EXPECT_NEAR(e.time_us - p.compute.launch_us.value, 2.0 * 128 * 128 * (k + 128) / rate, 1e-9)
+        << k;
+  }
+}
+
+TEST(ComputeModel, GemmTilesSplitTheReductionWhenTooFewToFillTheGpu) {
+  // 16 tiles of depth 16384 on 132 SMs, split depth 1024: s = min(floor(132 / 16), 16) = 8
+  // parts, 128 blocks of depth 2048: one wave of 2 x 128^2 x 2048 FLOPs per SM instead of one
+  // of 16384 on 16 SMs, plus 2 x 4 x 128^2 x 128 bytes of fp32 partials. Without split: 8x slower.
+  hardware::HardwareProfile p = h100();
+  p.compute.gemm_split_k_depth.value = 1024;
+  const ComputeModel split(p);
+  const ComputeModel whole(h100());
+  traces::ComputeShape g;
+  g.cls = traces::ComputeClass::kGemm;
+  g.blocks = 16;
+  g.blocks_per_sm = 1;
+  g.flops = 16 * 2.0 * 128 * 128 * 16384;
+  EXPECT_DOUBLE_EQ(split.blocks_of(g), 128);
+  EXPECT_DOUBLE_EQ(whole.blocks_of(g), 16);
+  const double rate = gemm_flops_per_sm_us(p);
+  const KernelEstimate s = split.alone(g, 0);
+  const KernelEstimate w = whole.alone(g, 0);
+  EXPECT_NEAR(w.time_us - p.compute.launch_us.value, 2.0 * 128 * 128 * 16384 / rate, 1e-9);
+  EXPECT_NEAR(s.compute_us, 2.0 * 128 * 128 * 2048 / rate, 1e-9);
+  EXPECT_GT(s.memory_us, 0);
+  EXPECT_LT(s.time_us, w.time_us / 4);
+  // Enough tiles (at least half the SMs): no split.
+  g.blocks = 66;
+  g.flops = 66 * 2.0 * 128 * 128 * 16384;
+  EXPECT_DOUBLE_EQ(split.blocks_of(g), 66);
 }
 
 TEST(ComputeModel, WavesFollowBlocksOverSmsTimesOccupancy) {

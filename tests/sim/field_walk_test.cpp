@@ -180,6 +180,13 @@ std::vector<double> answers(const topologies::Cluster& c, const hardware::Hardwa
       out.push_back(ComputeModel(p).alone(sh, 4e8).time_us);
     }
   }
+  // A GEMM of 4 deep tiles (K = 4096: split-K's case) and one of 512 shallow ones (K = 256:
+  // the tile overhead's).
+  for (const auto& [tiles, depth] : {std::pair{4, 4096.0}, std::pair{512, 256.0}}) {
+    const traces::ComputeShape sh{tiles * 2.0 * 128 * 128 * depth, tiles, 1,
+                                  traces::ComputeClass::kGemm, traces::Precision::kBf16};
+    out.push_back(ComputeModel(p).alone(sh, 1e6).time_us);
+  }
   const traces::Workload w = step(c.gpu_count(), c.gpus_per_node());
   const ModelCost cost(c, p, w);
   ResourceContention contention(cost);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -652,6 +653,20 @@ Workload WorkloadBuilder::build(std::string_view where) && {
   permute(bytes_, w.bytes_);
   permute(duration_ns_, w.duration_ns_);
   return w;
+}
+
+ComputeShape gemm_shape(double m, double n, double k) {
+  const auto padded = [](double d) {
+    const double tile = d >= kGemmTile ? kGemmTile : 16.0;
+    return std::ceil(d / tile) * tile;
+  };
+  ComputeShape g;
+  g.flops = 2.0 * padded(m) * padded(n) * k;
+  g.blocks =
+      static_cast<std::int32_t>(std::min(1e9, std::ceil(m / kGemmTile) * std::ceil(n / kGemmTile)));
+  g.blocks_per_sm = 1;
+  g.cls = ComputeClass::kGemm;
+  return g;
 }
 
 }  // namespace lagom::traces

@@ -93,6 +93,13 @@ struct ComputeParams {
   Measured launch_us;     // kernel launch and tail overhead
   Measured overlap_loss;  // share of the smaller of a wave's arithmetic and memory time that
                           // does not overlap the larger (0: roofline, 1: Lagom eq. 6's sum)
+  // GEMM tiles (sim/compute_model.hpp): what a 128 x 128 output tile's prologue (filling its
+  // shared-memory pipeline) and epilogue (writing the tile) cost, as reduction depth (elements
+  // of K) the tile would otherwise have computed; 0: none.
+  Measured gemm_k_overhead;
+  // Split-K: a GEMM with fewer tiles than half the SMs splits its reduction into parts of at
+  // least this depth, up to one tile per SM, and sums the fp32 partials; 0: never.
+  Measured gemm_split_k_depth;
   ComputeClassParams classes[kComputeClassCount];
 };
 

@@ -2,8 +2,11 @@
 // runs them: each a compute shape (FLOPs, thread blocks, blocks per SM, class) and the HBM bytes
 // it moves, for the compute model (sim/compute_model.hpp) to time.
 //
-//  * GEMM C[m,n] = A[m,k] B[k,n] as cuBLAS runs it: 128 x 128 output tiles, one CTA per SM;
-//    2 m n k FLOPs; bytes = bpe (m k + k n + m n).
+//  * GEMM C[m,n] = A[m,k] B[k,n] as cuBLAS runs it: 128 x 128 output tiles, one CTA per SM
+//    (sim/compute_model.hpp times them); 2 m n k model FLOPs, and the work of whole tiles
+//    (m and n padded to multiples of 128, or of 16 below 128, where cuBLAS picks narrow tiles);
+//    bytes = bpe (m k + k n + m n). Its backward: dgrad C[m,k] = dC[m,n] B^T (depth n) and
+//    wgrad C[k,n] = A^T dC (depth m), each with its own tiles.
 //  * Streaming kernels (elementwise, norm, optimizer) over `elems` values, 2,048 per block;
 //    bytes = bpe elems (reads + writes).
 //  * FlashAttention forward over `seqs` sequences of `seq` tokens, `heads` heads of width `hd`:
@@ -20,7 +23,11 @@ namespace lagom::models {
 
 struct Kernel {
   traces::ComputeShape shape;
-  double bytes = 0;            // HBM traffic
+  double bytes = 0;  // HBM traffic
+  // The FLOPs the MFU convention counts (2 m n k for a GEMM) where they differ from the work
+  // the kernel does (shape.flops: a GEMM's padded to whole tiles); negative: shape.flops.
+  double model_flops = -1;
+  double m = 0, n = 0, k = 0;  // a GEMM's C[m, n] = A[m, k] B[k, n]; 0 for other kernels
   const char* name = "";       // what it computes, for op labels ("attn.qkv", "mlp.act")
   const char* pass = nullptr;  // set on backward kernels ("dgrad", "wgrad", "bwd")
   // An FP8 linear's backward first quantizes its output gradient (TE's cast-transpose: reads it

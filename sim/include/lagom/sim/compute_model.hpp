@@ -29,6 +29,16 @@
 // SM (the Lagom paper's lambda - NC); streaming kernels keep part of it. A wave then holds
 // full * TB + shared * TB_shared blocks.
 //
+// GEMMs (class gemm with a block count) run as 128 x 128 output tiles, one block each, as
+// traces::gemm_shape describes them (F padded to whole tiles, so a partial tile costs a whole
+// one). A tile's reduction depth is K = F / (blocks x 2 x 128^2); its prologue and epilogue cost
+// `compute.gemm_k_overhead` more elements of K (F grows by blocks x 2 x 128^2 x that), so a
+// shallow GEMM (small K) runs further from peak than a deep one. With fewer tiles than half the
+// SMs and K at least twice `compute.gemm_split_k_depth`, the reduction splits into
+// s = min(floor(SMs / tiles), floor(K / depth)) parts (split-K: s x tiles blocks, each of depth
+// K / s), whose fp32 partial tiles add 2 x 4 x 128^2 bytes of HBM traffic per block. Both
+// coefficients are the profile's (priors until the calibrator's GEMM sweep fits them).
+//
 // F: the kernel's FLOPs; D: its HBM bytes; peak: for GEMM and attention the GPU's tensor peak in
 // the kernel's precision (BF16, FP8, or the FP32 rate for an fp32 kernel), FP32 otherwise; B: the
 // HBM bandwidth the kernel gets; eff_*: the class's efficiencies in the profile. Without a block
@@ -73,6 +83,9 @@ class ComputeModel {
 
   int sms() const { return sms_; }
   double hbm_GBps() const { return hbm_GBps_; }
+  // The blocks `shape` launches: its own count, times the split for a split-K GEMM; 0 when the
+  // op gives none.
+  double blocks_of(const traces::ComputeShape& shape) const;
   // The occupancy the model assumes for `shape` (the op's, or the class default).
   int blocks_per_sm(const traces::ComputeShape& shape) const;
   // The peak `shape` runs against, in TFLOP/s (see above). lagom::Error for an fp8 tensor kernel
@@ -80,6 +93,15 @@ class ComputeModel {
   double peak_TFLOPS_of(const traces::ComputeShape& shape) const;
 
  private:
+  // A GEMM's blocks and the work and partial-sum traffic they do (see above).
+  struct GemmTiles {
+    double split = 1;
+    double blocks = 0;
+    double flops = 0;
+    double partial_bytes = 0;
+  };
+  GemmTiles gemm_tiles(const traces::ComputeShape& shape) const;
+
   const hardware::HardwareProfile& profile_;
   int sms_;
   double hbm_GBps_;
