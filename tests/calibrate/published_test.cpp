@@ -201,10 +201,10 @@ TEST(PublishedRunsSlow, EveryFileStaysUnderItsBounds) {
   EXPECT_EQ(j["failed"], 0);
   // name -> {median |error|, worst |error|} bounds.
   const std::map<std::string, std::pair<double, double>> bounds = {
-      {"korthikanti-2022-table5", {0.09, 0.16}},
-      {"mosaicml-mpt-a100-80gb", {0.10, 0.35}},
-      {"mosaicml-mpt-h100-80gb", {0.35, 0.60}},
-      {"mosaicml-mpt-h100-80gb-large", {0.23, 0.47}},
+      {"korthikanti-2022-table5", {0.10, 0.14}},
+      {"mosaicml-mpt-a100-80gb", {0.05, 0.28}},
+      {"mosaicml-mpt-h100-80gb", {0.32, 0.57}},
+      {"mosaicml-mpt-h100-80gb-large", {0.21, 0.43}},
   };
   ASSERT_EQ(j["files"].size(), bounds.size());
   for (const auto& f : j["files"]) {
@@ -212,7 +212,7 @@ TEST(PublishedRunsSlow, EveryFileStaysUnderItsBounds) {
     EXPECT_LE(f["summary"]["median_abs_error"].get<double>(), median) << f["name"];
     EXPECT_LE(f["summary"]["worst_abs_error"].get<double>(), worst) << f["name"];
   }
-  EXPECT_LE(j["summary"]["median_abs_error"].get<double>(), 0.16);
+  EXPECT_LE(j["summary"]["median_abs_error"].get<double>(), 0.155);
 }
 
 }  // namespace published_test
