@@ -309,13 +309,12 @@ class Fitter {
 
   static ComputeShape gemm_shape(std::int64_t m, std::int64_t n, std::int64_t k,
                                  std::int64_t blocks) {
-    // The simulator's GEMM (whole tiles); the measured launch's grid where cuBLASLt reported it.
-    ComputeShape shape =
-        traces::gemm_shape(static_cast<double>(m), static_cast<double>(n), static_cast<double>(k));
-    if (blocks > 0) {
-      shape.blocks = static_cast<std::int32_t>(std::min<std::int64_t>(blocks, 1000000000));
-    }
-    return shape;
+    // The simulator's GEMM, as generated steps have it (128 x 128 tiles, which the compute model
+    // may split): not the measured launch's grid, which cuBLASLt may have split already or
+    // tiled otherwise, so that the fitted coefficients mean what they mean in a simulation.
+    (void)blocks;
+    return traces::gemm_shape(static_cast<double>(m), static_cast<double>(n),
+                              static_cast<double>(k));
   }
   static double gemm_bytes(std::int64_t m, std::int64_t n, std::int64_t k) {
     const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);

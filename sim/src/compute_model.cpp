@@ -74,7 +74,7 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   double flops = shape.flops;
   double traffic = bytes;
   if (shape.cls == traces::ComputeClass::kGemm && shape.blocks > 0) {
-    const GemmTiles g = gemm_tiles(shape);
+    const GemmTiles g = gemm_tiles(shape, bytes);
     mu = g.blocks;
     flops = g.flops;
     traffic += g.partial_bytes;
@@ -112,28 +112,61 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   return e;
 }
 
-double ComputeModel::blocks_of(const traces::ComputeShape& shape) const {
+double ComputeModel::blocks_of(const traces::ComputeShape& shape, double bytes) const {
   if (shape.cls == traces::ComputeClass::kGemm && shape.blocks > 0) {
-    return gemm_tiles(shape).blocks;
+    return gemm_tiles(shape, bytes).blocks;
   }
   return shape.blocks;
 }
 
-ComputeModel::GemmTiles ComputeModel::gemm_tiles(const traces::ComputeShape& shape) const {
+ComputeModel::GemmTiles ComputeModel::gemm_tiles(const traces::ComputeShape& shape,
+                                                 double bytes) const {
   constexpr double kTile = traces::kGemmTile;
   constexpr double kTileFlopsPerK = 2.0 * kTile * kTile;
-  GemmTiles g;
   const double tiles = shape.blocks;
   const double depth = shape.flops / (tiles * kTileFlopsPerK);
+  const double k0 = profile_.compute.gemm_k_overhead.value;
+  auto with_split = [&](double split) {
+    GemmTiles g;
+    g.split = split;
+    g.blocks = tiles * split;
+    g.flops = shape.flops + g.blocks * kTileFlopsPerK * k0;
+    // Each part writes its fp32 partial tile and the reduction reads them all back.
+    g.partial_bytes = split > 1 ? 2.0 * 4.0 * kTile * kTile * g.blocks : 0.0;
+    return g;
+  };
   const double split_depth = profile_.compute.gemm_split_k_depth.value;
-  if (split_depth > 0 && 2 * tiles < sms_ && depth >= 2 * split_depth) {
-    g.split = std::max(1.0, std::min(std::floor(sms_ / tiles), std::floor(depth / split_depth)));
+  if (!(split_depth > 0 && 2 * tiles < sms_ && depth >= 2 * split_depth)) {
+    return with_split(1);
   }
-  g.blocks = tiles * g.split;
-  g.flops = shape.flops + g.blocks * kTileFlopsPerK * profile_.compute.gemm_k_overhead.value;
-  // Each part writes its fp32 partial tile and the reduction reads them all back.
-  g.partial_bytes = g.split > 1 ? 2.0 * 4.0 * kTile * kTile * g.blocks : 0.0;
-  return g;
+  // As cuBLAS's heuristics do at launch (on the whole GPU, whatever NCCL holds): of 1, the
+  // powers of two up to the largest split, and that largest, the one whose roofline time is
+  // least (ties to the smaller), so splitting never makes a kernel alone slower.
+  const hardware::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
+  const double per_sm = peak_TFLOPS_of(shape) * 1e6 / sms_ * k.flops_efficiency.value;
+  const double hbm = hbm_GBps_ * 1e3 * k.hbm_efficiency.value;
+  auto roofline_us = [&](const GemmTiles& g) {
+    const double waves = std::ceil(g.blocks / sms_);
+    return std::max(waves * (g.flops / g.blocks) / per_sm, (bytes + g.partial_bytes) / hbm);
+  };
+  const double largest = std::min(std::floor(sms_ / tiles), std::floor(depth / split_depth));
+  GemmTiles best = with_split(1);
+  double best_us = roofline_us(best);
+  auto consider = [&](double s) {
+    const GemmTiles g = with_split(s);
+    const double us = roofline_us(g);
+    if (us < best_us) {
+      best = g;
+      best_us = us;
+    }
+  };
+  for (double s = 2; s < largest; s *= 2) {
+    consider(s);
+  }
+  if (largest > 1) {
+    consider(largest);
+  }
+  return best;
 }
 
 double ComputeModel::peak_TFLOPS_of(const traces::ComputeShape& shape) const {

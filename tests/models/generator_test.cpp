@@ -261,11 +261,11 @@ void check_flops(const ModelSpec& m, const FlopsCase& c) {
   expect_rel(s.figures.flops, model_flops(m, tp, c.gbs * seq, seq, false), 1e-9,
              "StepFigures::flops (model FLOPs)");
   // The ops carry the work their kernels do: GEMMs padded to whole 128 x 128 tiles
-  // (kernels.hpp), which adds up to 4% for the tiny model's odd widths (a 1,100 vocabulary,
+  // (kernels.hpp), which adds up to 6% for the tiny model's odd widths (a 1,100 vocabulary,
   // 48-wide heads) and nothing where every width is a multiple of 128.
   const double hardware = model_flops(m, tp, c.gbs * seq, seq, c.recompute);
   EXPECT_GE(tally(s.workload).flops, hardware * (1 - 1e-9)) << "GEMM + attention ops";
-  EXPECT_LE(tally(s.workload).flops, hardware * 1.04) << "GEMM + attention ops";
+  EXPECT_LE(tally(s.workload).flops, hardware * 1.06) << "GEMM + attention ops";
 }
 
 TEST(GeneratorFlops, DenseStepsMatchSixNTPlusAttention) {
@@ -669,7 +669,13 @@ TEST(GeneratorComm, ContextParallelGathersKeysAndValuesAndHalvesEachGpusWork) {
   const GeneratedStep a = generate_step(m, one, c);
   const GeneratedStep b = generate_step(m, two, c);
   expect_rel(b.figures.flops, a.figures.flops, 1e-12, "step FLOPs");
-  expect_rel(tally(b.workload, 0).flops, tally(a.workload, 0).flops / 2, 1e-12, "GPU 0's FLOPs");
+  // GPU 0's work halves (checked where every GEMM width fills whole 128-wide tiles: 256 tokens,
+  // 128 per GPU under cp, and 64-wide heads; otherwise the padding differs).
+  ModelSpec whole = m;
+  whole.head_dim = 64;
+  const TrainingConfig c256 = config(1, 4, 256);
+  expect_rel(tally(generate_step(whole, two, c256).workload, 0).flops,
+             tally(generate_step(whole, one, c256).workload, 0).flops / 2, 1e-12, "GPU 0's FLOPs");
   const double kv = 2.0 * 128 * 2 * 48 * kBpe;
   const Tally t = tally(b.workload, 0);
   // Gathered in forward and again before attention's backward (TransformerEngine keeps only

@@ -66,8 +66,8 @@ TEST(ComputeModel, GemmTilesSplitTheReductionWhenTooFewToFillTheGpu) {
   g.blocks = 16;
   g.blocks_per_sm = 1;
   g.flops = 16 * 2.0 * 128 * 128 * 16384;
-  EXPECT_DOUBLE_EQ(split.blocks_of(g), 128);
-  EXPECT_DOUBLE_EQ(whole.blocks_of(g), 16);
+  EXPECT_DOUBLE_EQ(split.blocks_of(g, 0), 128);
+  EXPECT_DOUBLE_EQ(whole.blocks_of(g, 0), 16);
   const double rate = gemm_flops_per_sm_us(p);
   const KernelEstimate s = split.alone(g, 0);
   const KernelEstimate w = whole.alone(g, 0);
@@ -78,7 +78,24 @@ TEST(ComputeModel, GemmTilesSplitTheReductionWhenTooFewToFillTheGpu) {
   // Enough tiles (at least half the SMs): no split.
   g.blocks = 66;
   g.flops = 66 * 2.0 * 128 * 128 * 16384;
-  EXPECT_DOUBLE_EQ(split.blocks_of(g), 66);
+  EXPECT_DOUBLE_EQ(split.blocks_of(g, 0), 66);
+  // The split is chosen (of 1, the powers of two and the largest) for the least time alone, so it
+  // never makes a kernel alone slower, memory-bound or not, with the tile overhead on.
+  p.compute.gemm_k_overhead.value = 128;
+  hardware::HardwareProfile no_split = p;
+  no_split.compute.gemm_split_k_depth.value = 0;
+  const ComputeModel with(p);
+  const ComputeModel without(no_split);
+  for (const double m : {16.0, 64.0, 128.0, 256.0, 1024.0}) {
+    for (const double n : {128.0, 1024.0, 4096.0}) {
+      for (const double k : {2047.0, 2048.0, 3072.0, 4096.0, 32768.0}) {
+        const traces::ComputeShape sh = traces::gemm_shape(m, n, k);
+        const double bytes = 2 * (m * k + k * n + m * n);
+        EXPECT_LE(with.alone(sh, bytes).time_us, without.alone(sh, bytes).time_us + 1e-9)
+            << m << "x" << n << "x" << k;
+      }
+    }
+  }
 }
 
 TEST(ComputeModel, WavesFollowBlocksOverSmsTimesOccupancy) {

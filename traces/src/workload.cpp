@@ -656,10 +656,7 @@ Workload WorkloadBuilder::build(std::string_view where) && {
 }
 
 ComputeShape gemm_shape(double m, double n, double k) {
-  const auto padded = [](double d) {
-    const double tile = d >= kGemmTile ? kGemmTile : 16.0;
-    return std::ceil(d / tile) * tile;
-  };
+  const auto padded = [](double d) { return std::ceil(d / kGemmTile) * kGemmTile; };
   ComputeShape g;
   g.flops = 2.0 * padded(m) * padded(n) * k;
   g.blocks =

@@ -4,7 +4,7 @@
 //
 //  * GEMM C[m,n] = A[m,k] B[k,n] as cuBLAS runs it: 128 x 128 output tiles, one CTA per SM
 //    (sim/compute_model.hpp times them); 2 m n k model FLOPs, and the work of whole tiles
-//    (m and n padded to multiples of 128, or of 16 below 128, where cuBLAS picks narrow tiles);
+//    (m and n padded to multiples of 128: traces::gemm_shape);
 //    bytes = bpe (m k + k n + m n). Its backward: dgrad C[m,k] = dC[m,n] B^T (depth n) and
 //    wgrad C[k,n] = A^T dC (depth m), each with its own tiles.
 //  * Streaming kernels (elementwise, norm, optimizer) over `elems` values, 2,048 per block;

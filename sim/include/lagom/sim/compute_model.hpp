@@ -31,12 +31,13 @@
 //
 // GEMMs (class gemm with a block count) run as 128 x 128 output tiles, one block each, as
 // traces::gemm_shape describes them (F padded to whole tiles, so a partial tile costs a whole
-// one). A tile's reduction depth is K = F / (blocks x 2 x 128^2); its prologue and epilogue cost
+// one); a gemm op's `blocks` is read as that tile count, whoever wrote it. A tile's reduction depth is K = F / (blocks x 2 x 128^2); its prologue and epilogue cost
 // `compute.gemm_k_overhead` more elements of K (F grows by blocks x 2 x 128^2 x that), so a
 // shallow GEMM (small K) runs further from peak than a deep one. With fewer tiles than half the
-// SMs and K at least twice `compute.gemm_split_k_depth`, the reduction splits into
-// s = min(floor(SMs / tiles), floor(K / depth)) parts (split-K: s x tiles blocks, each of depth
-// K / s), whose fp32 partial tiles add 2 x 4 x 128^2 bytes of HBM traffic per block. Both
+// SMs and K at least twice `compute.gemm_split_k_depth`, the reduction may split into s parts
+// (split-K: s x tiles blocks, each of depth K / s), whose fp32 partial tiles add 2 x 4 x 128^2
+// bytes of HBM traffic per block: s is whichever of 1, the powers of two and the largest,
+// min(floor(SMs / tiles), floor(K / depth)), gives the least roofline time on the whole GPU. Both
 // coefficients are the profile's (priors until the calibrator's GEMM sweep fits them).
 //
 // F: the kernel's FLOPs; D: its HBM bytes; peak: for GEMM and attention the GPU's tensor peak in
@@ -83,9 +84,9 @@ class ComputeModel {
 
   int sms() const { return sms_; }
   double hbm_GBps() const { return hbm_GBps_; }
-  // The blocks `shape` launches: its own count, times the split for a split-K GEMM; 0 when the
-  // op gives none.
-  double blocks_of(const traces::ComputeShape& shape) const;
+  // The blocks `shape` (of `bytes` HBM traffic) launches: its own count, times the split for a
+  // split-K GEMM; 0 when the op gives none.
+  double blocks_of(const traces::ComputeShape& shape, double bytes) const;
   // The occupancy the model assumes for `shape` (the op's, or the class default).
   int blocks_per_sm(const traces::ComputeShape& shape) const;
   // The peak `shape` runs against, in TFLOP/s (see above). lagom::Error for an fp8 tensor kernel
@@ -100,7 +101,7 @@ class ComputeModel {
     double flops = 0;
     double partial_bytes = 0;
   };
-  GemmTiles gemm_tiles(const traces::ComputeShape& shape) const;
+  GemmTiles gemm_tiles(const traces::ComputeShape& shape, double bytes) const;
 
   const hardware::HardwareProfile& profile_;
   int sms_;

@@ -132,9 +132,10 @@ struct ComputeShape {
 inline constexpr int kGemmTile = 128;
 
 // C[m, n] = A[m, k] B[k, n] as cuBLAS runs it: ceil(m / 128) x ceil(n / 128) blocks of one CTA
-// per SM, doing the work of whole tiles (m and n padded to multiples of 128, or of 16 below
-// 128, where cuBLAS picks narrow tiles), which is 2 m n k FLOPs only when they divide. Blocks are
-// clamped to 1e9 so that absurd shapes stay representable.
+// per SM, doing the work of whole tiles (m and n padded to multiples of 128), which is 2 m n k
+// FLOPs only when they divide; so a gemm op's FLOPs over its blocks give its reduction depth.
+// Narrow GEMMs (n < 128: an MoE router) pay a whole tile, where cuBLAS has narrower ones; they
+// are memory-bound or tiny. Blocks are clamped to 1e9 so that absurd shapes stay representable.
 ComputeShape gemm_shape(double m, double n, double k);
 
 class Workload {
