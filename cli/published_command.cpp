@@ -9,7 +9,6 @@
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <iostream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>

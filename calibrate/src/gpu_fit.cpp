@@ -307,12 +307,10 @@ class Fitter {
         "the compute model's time over its streaming kernels");
   }
 
-  static ComputeShape gemm_shape(std::int64_t m, std::int64_t n, std::int64_t k,
-                                 std::int64_t blocks) {
+  static ComputeShape gemm_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
     // The simulator's GEMM, as generated steps have it (128 x 128 tiles, which the compute model
     // may split): not the measured launch's grid, which cuBLASLt may have split already or
     // tiled otherwise, so that the fitted coefficients mean what they mean in a simulation.
-    (void)blocks;
     return traces::gemm_shape(static_cast<double>(m), static_cast<double>(n),
                               static_cast<double>(k));
   }
@@ -338,7 +336,7 @@ class Fitter {
     double max_k = 0;
     for (const auto& [key, t] : times) {
       const auto [m, n, k, blocks] = key;
-      const ComputeShape shape = gemm_shape(m, n, k, blocks);
+      const ComputeShape shape = gemm_shape(m, n, k);
       const double bytes = gemm_bytes(m, n, k);
       const sim::KernelEstimate e = prior.alone(shape, bytes);
       if (e.compute_us <= e.memory_us) {
@@ -428,7 +426,7 @@ class Fitter {
     int faster = 0;
     for (const auto& [key, t] : times) {
       const auto [ctas, chunk, rate, m, n, k] = key;
-      const ComputeShape shape = gemm_shape(m, n, k, 0);
+      const ComputeShape shape = gemm_shape(m, n, k);
       const double bytes = gemm_bytes(m, n, k);
       double occupier = median(drawn.at(key));
       if (occupier > 1.05 * hbm_measured) {

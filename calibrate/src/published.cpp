@@ -49,11 +49,6 @@ std::vector<std::string> string_list(const Ctx& ctx, const json& v) {
   return out;
 }
 
-bool is_path(const std::string& model) {
-  return model.find('/') != std::string::npos ||
-         (model.size() > 5 && model.compare(model.size() - 5, 5, ".json") == 0);
-}
-
 struct Setup {
   std::string cluster;
   std::string precision = "bf16";
@@ -72,7 +67,7 @@ PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
     ctx.at("name").fail("expected a name, got an empty string");
   }
   run.model = json_reader::get_string(ctx.at("model"), json_reader::require(ctx, r, "model"));
-  if (is_path(run.model) && fs::path(run.model).is_relative()) {
+  if (json_reader::names_a_file(run.model) && fs::path(run.model).is_relative()) {
     run.model = (fs::path(base_dir) / run.model).lexically_normal().string();
   }
   run.parallel =
@@ -94,7 +89,7 @@ PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
     ctx.at("cluster").fail("missing: give the run's cluster, or 'cluster' in the file's setup");
   }
   // A cluster file, like a model file, is relative to this file (a preset is a name).
-  if (is_path(run.cluster) && fs::path(run.cluster).is_relative()) {
+  if (json_reader::names_a_file(run.cluster) && fs::path(run.cluster).is_relative()) {
     run.cluster = (fs::path(base_dir) / run.cluster).lexically_normal().string();
   }
   run.precision = optional_string(ctx, r, "precision", setup.precision);

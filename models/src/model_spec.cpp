@@ -383,9 +383,7 @@ ModelSpec load_model(const std::string& name_or_path) {
     throw Error(fmt::format("no model given: name a zoo model ({}) or a .json file",
                             fmt::join(list_models(), ", ")));
   }
-  const bool is_path =
-      name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
-  if (is_path) {
+  if (json_reader::names_a_file(name_or_path)) {
     return parse_model_json(json_reader::read_text_file(name_or_path, "model file"), name_or_path);
   }
   const EmbeddedFile* f = find_embedded(zoo::files(), name_or_path + ".json");

@@ -66,8 +66,7 @@ KernelEstimate ComputeModel::estimate(const traces::ComputeShape& shape, double 
   // SMs that hold some of its blocks.
   const int sms = grant.full + (grant.blocks_per_shared > 0 ? grant.shared : 0);
   const hardware::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
-  const double peak_TFLOPS = peak_TFLOPS_of(shape);
-  const double per_sm_flops_per_us = peak_TFLOPS * 1e6 / sms_ * k.flops_efficiency.value;
+  const double per_sm_flops_per_us = per_sm_flops_per_us_of(shape);
   const double hbm_bytes_per_us = hbm_GBps * 1e3 * k.hbm_efficiency.value;
   // Without a block count: one full wave on the whole GPU.
   double mu = shape.blocks > 0 ? shape.blocks : static_cast<double>(sms_) * tb;
@@ -143,7 +142,7 @@ ComputeModel::GemmTiles ComputeModel::gemm_tiles(const traces::ComputeShape& sha
   // powers of two up to the largest split, and that largest, the one whose roofline time is
   // least (ties to the smaller), so splitting never makes a kernel alone slower.
   const hardware::ComputeClassParams& k = profile_.compute.classes[static_cast<int>(shape.cls)];
-  const double per_sm = peak_TFLOPS_of(shape) * 1e6 / sms_ * k.flops_efficiency.value;
+  const double per_sm = per_sm_flops_per_us_of(shape);
   const double hbm = hbm_GBps_ * 1e3 * k.hbm_efficiency.value;
   auto roofline_us = [&](const GemmTiles& g) {
     const double waves = std::ceil(g.blocks / sms_);
@@ -167,6 +166,11 @@ ComputeModel::GemmTiles ComputeModel::gemm_tiles(const traces::ComputeShape& sha
     consider(largest);
   }
   return best;
+}
+
+double ComputeModel::per_sm_flops_per_us_of(const traces::ComputeShape& shape) const {
+  return peak_TFLOPS_of(shape) * 1e6 / sms_ *
+         profile_.compute.classes[static_cast<int>(shape.cls)].flops_efficiency.value;
 }
 
 double ComputeModel::peak_TFLOPS_of(const traces::ComputeShape& shape) const {

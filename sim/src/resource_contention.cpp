@@ -350,9 +350,9 @@ void ResourceContention::started(const Activity& a) {
     const traces::ComputeShape* shape = w.compute_shape(a.subject);
     run.shape = shape ? *shape : traces::ComputeShape{};
     run.tb = cm.blocks_per_sm(run.shape);
-    run.blocks =
-        run.shape.blocks > 0 ? cm.blocks_of(run.shape, static_cast<double>(w.bytes(a.subject)))
-                            : static_cast<double>(cm.sms()) * run.tb;
+    run.blocks = run.shape.blocks > 0
+                     ? cm.blocks_of(run.shape, static_cast<double>(w.bytes(a.subject)))
+                     : static_cast<double>(cm.sms()) * run.tb;
     run.need = static_cast<int>(std::min<double>(cm.sms(), std::ceil(run.blocks / run.tb)));
     run.bytes = static_cast<double>(w.bytes(a.subject));
     run.duration_only = shape == nullptr && run.bytes == 0;

@@ -384,9 +384,7 @@ ClusterDocument cluster_document(std::string_view name_or_path) {
     throw Error(fmt::format("no cluster given: name a preset ({}) or a .json file",
                             fmt::join(list_cluster_presets(), ", ")));
   }
-  const bool is_path =
-      name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json");
-  if (is_path) {
+  if (json_reader::names_a_file(name_or_path)) {
     const std::string path(name_or_path);
     return {json_reader::read_text_file(path, "cluster file"), path};
   }

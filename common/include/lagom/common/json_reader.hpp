@@ -23,6 +23,12 @@ struct Ctx {
   [[noreturn]] void fail(std::string_view what) const;
 };
 
+// Whether a cluster, model or similar argument names a file rather than a built-in: it contains
+// '/' or ends in .json (the rule every `NAME|FILE` argument follows).
+inline bool names_a_file(std::string_view name_or_path) {
+  return name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json");
+}
+
 // The whole file as a string; an Error "cannot open <what> '<path>': <reason>" if it cannot be
 // read.
 std::string read_text_file(const std::string& path, std::string_view what);

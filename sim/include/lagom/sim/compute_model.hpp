@@ -31,14 +31,15 @@
 //
 // GEMMs (class gemm with a block count) run as 128 x 128 output tiles, one block each, as
 // traces::gemm_shape describes them (F padded to whole tiles, so a partial tile costs a whole
-// one); a gemm op's `blocks` is read as that tile count, whoever wrote it. A tile's reduction depth is K = F / (blocks x 2 x 128^2); its prologue and epilogue cost
-// `compute.gemm_k_overhead` more elements of K (F grows by blocks x 2 x 128^2 x that), so a
-// shallow GEMM (small K) runs further from peak than a deep one. With fewer tiles than half the
-// SMs and K at least twice `compute.gemm_split_k_depth`, the reduction may split into s parts
-// (split-K: s x tiles blocks, each of depth K / s), whose fp32 partial tiles add 2 x 4 x 128^2
-// bytes of HBM traffic per block: s is whichever of 1, the powers of two and the largest,
-// min(floor(SMs / tiles), floor(K / depth)), gives the least roofline time on the whole GPU. Both
-// coefficients are the profile's (priors until the calibrator's GEMM sweep fits them).
+// one); a gemm op's `blocks` is read as that tile count, whoever wrote it. A tile's reduction depth
+// is K = F / (blocks x 2 x 128^2); its prologue and epilogue cost `compute.gemm_k_overhead` more
+// elements of K (F grows by blocks x 2 x 128^2 x that), so a shallow GEMM (small K) runs further
+// from peak than a deep one. With fewer tiles than half the SMs and K at least twice
+// `compute.gemm_split_k_depth`, the reduction may split into s parts (split-K: s x tiles blocks,
+// each of depth K / s), whose fp32 partial tiles add 2 x 4 x 128^2 bytes of HBM traffic per block:
+// s is whichever of 1, the powers of two and the largest, min(floor(SMs / tiles), floor(K /
+// depth)), gives the least roofline time on the whole GPU. Both coefficients are the profile's
+// (priors until the calibrator's GEMM sweep fits them).
 //
 // F: the kernel's FLOPs; D: its HBM bytes; peak: for GEMM and attention the GPU's tensor peak in
 // the kernel's precision (BF16, FP8, or the FP32 rate for an fp32 kernel), FP32 otherwise; B: the
@@ -102,6 +103,8 @@ class ComputeModel {
     double partial_bytes = 0;
   };
   GemmTiles gemm_tiles(const traces::ComputeShape& shape, double bytes) const;
+  // One SM's arithmetic rate for `shape` alone: its peak / SMs x its class's efficiency.
+  double per_sm_flops_per_us_of(const traces::ComputeShape& shape) const;
 
   const hardware::HardwareProfile& profile_;
   int sms_;
