@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   lagom::bench::register_engine_benchmarks();
   lagom::bench::register_generator_benchmarks();
   lagom::bench::register_search_benchmarks();
+  lagom::bench::register_chakra_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -466,6 +466,95 @@ TEST_F(ChakraTest, OpIdsAreRankAndNodeIdUnlessTheFileSaysNamesAre) {
   EXPECT_TRUE(contains(e, "duplicate op id 'fwd'")) << e;
 }
 
+// Ranks whose files hold the same bytes share one parse; the workload must be what parsing each
+// file gives: ops named for their own rank, groups and dependencies the same, and errors that
+// depend on the rank (membership of a group) still raised for the rank they concern.
+TEST_F(ChakraTest, IdenticalFilesAreReadOnceAndGiveEachRankItsOwnOps) {
+  const std::vector<pb::Node> nodes = {comp(1, 10), coll(2, pb::ALL_REDUCE, 4096, 0, "dp", {1}),
+                                       comp(3, 5, {2})};
+  for (int r = 0; r < 4; ++r) {
+    write_rank(r, nodes);
+  }
+  const Workload w = read();
+  ASSERT_EQ(w.rank_count(), 4u);
+  ASSERT_EQ(w.op_count(), 12u);
+  for (Rank r = 0; r < 4; ++r) {
+    SCOPED_TRACE(r);
+    const OpId c = op(w, fmt::format("r{}.n1", r));
+    const OpId ar = op(w, fmt::format("r{}.n2", r));
+    const OpId last = op(w, fmt::format("r{}.n3", r));
+    EXPECT_EQ(w.rank_of(c), r);
+    EXPECT_EQ(w.rank_of(ar), r);
+    EXPECT_EQ(w.duration_ns(c), 10'000);
+    ASSERT_EQ(w.deps(ar).size(), 1u);
+    EXPECT_EQ(w.deps(ar)[0], c);
+    ASSERT_EQ(w.deps(last).size(), 1u);
+    EXPECT_EQ(w.deps(last)[0], ar);
+    EXPECT_EQ(w.group_info(w.group(ar)).name, "dp");
+  }
+  EXPECT_EQ(w.groups().size(), 1u);
+  // The same set with every file parsed on its own (distinct bytes: another version string)
+  // gives the same workload file.
+  for (int r = 0; r < 4; ++r) {
+    write_raw(r, file_bytes(nodes, "0.0." + std::to_string(r)), "distinct");
+  }
+  EXPECT_EQ(to_json(read(std::nullopt, "distinct")), to_json(w));
+  // A group that leaves out rank 2: its copy of the shared program is the one refused.
+  const std::string groups = write_groups(R"({"dp": [0, 1, 3]})");
+  const std::string e = read_error(groups);
+  EXPECT_TRUE(contains(e, "'r2.n2' is on rank 2, which is not a member of group 'dp'")) << e;
+}
+
+// Chakra's converter numbers nodes on from one rank's file to the next, so files differ; node ids
+// far apart take the hash-map index instead of the table.
+TEST_F(ChakraTest, NodeIdsNumberedOnOrFarApartResolve) {
+  for (int r = 0; r < 2; ++r) {
+    const std::uint64_t base = r == 0 ? 0 : std::uint64_t{1} << 40;
+    write_rank(r, {comp(base + 7, 10), coll(base + 9, pb::ALL_REDUCE, 4096, 2, "", {base + 7}),
+                   comp(base + 1'000'000'000, 1, {base + 9})});
+  }
+  const Workload w = read();
+  const OpId ar = op(w, "r1.n1099511627785");
+  ASSERT_EQ(w.deps(ar).size(), 1u);
+  EXPECT_EQ(w.name(w.deps(ar)[0]), "r1.n1099511627783");
+  const OpId last = op(w, "r0.n1000000000");
+  ASSERT_EQ(w.deps(last).size(), 1u);
+  EXPECT_EQ(w.name(w.deps(last)[0]), "r0.n9");
+  // A duplicate id is found by either index.
+  write_rank(0, {comp(5, 1), comp(6, 1), comp(5, 1)});
+  write_rank(1, {comp(5, 1)});
+  EXPECT_TRUE(contains(read_error(), "node id 5 appears twice")) << read_error();
+  write_rank(0, {comp(5, 1), comp(std::uint64_t{1} << 50, 1), comp(5, 1)});
+  EXPECT_TRUE(contains(read_error(), "node id 5 appears twice")) << read_error();
+}
+
+// A set mixing files whose names are op ids (written by Lagom) with plain ones: the plain ranks'
+// ops are r<rank>.n<id> beside the written names, and a written name that equals one of those is
+// a duplicate.
+TEST_F(ChakraTest, NamedAndNumberedFilesMix) {
+  pb::GlobalMetadata meta;
+  meta.set_version("0.0.4");
+  pb::AttributeProto* flag = meta.add_attr();
+  flag->set_name("lagom_names_are_op_ids");
+  flag->set_bool_val(true);
+  auto named = [&](const std::string& name) {
+    pb::Node n = comp(1, 1);
+    n.set_name(name);
+    std::string out;
+    frame(out, meta);
+    frame(out, n);
+    return out;
+  };
+  write_raw(0, named("fwd"));
+  write_rank(1, {comp(1, 1)});
+  const Workload w = read();
+  EXPECT_EQ(w.name(w.stream(w.first_stream(0)).first_op), "fwd");
+  EXPECT_EQ(w.name(w.stream(w.first_stream(1)).first_op), "r1.n1");
+  write_raw(0, named("r1.n1"));
+  const std::string e = read_error();
+  EXPECT_TRUE(contains(e, "duplicate op id 'r1.n1'")) << e;
+}
+
 TEST_F(ChakraTest, ReadsGzipAndPlainFilesAlike) {
   const std::vector<pb::Node> r0 = {comp(1, 10), coll(2, pb::ALL_REDUCE, 4096, 3, "", {1})};
   const std::vector<pb::Node> r1 = {comp(1, 12), coll(2, pb::ALL_REDUCE, 4096, 3, "", {1})};

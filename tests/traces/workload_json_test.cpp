@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "strings.hpp"
 #include "test_util.hpp"
 
 namespace lagom::traces {
@@ -319,6 +320,58 @@ TEST(WorkloadBuilder, RenumbersOpsSoStreamsAreContiguous) {
   EXPECT_EQ(w.name(2), "c0");
   ASSERT_EQ(w.deps(2).size(), 1u);
   EXPECT_EQ(w.deps(2)[0], 0u);
+}
+
+// Numbered ops are named r<rank>.n<number> like an id, for 8 bytes an op: unique per rank
+// whatever order they come in, beside unnumbered ops, and checked with explicit ids when some
+// ops have those.
+TEST(WorkloadBuilder, NumberedOpsAreNamedAndCheckedLikeIds) {
+  auto two_ranks = [](auto&& add) {
+    WorkloadBuilder b(2);
+    const StreamId s0 = b.add_stream(0, "compute");
+    const StreamId s1 = b.add_stream(1, "compute");
+    const StreamId c0 = b.add_stream(0, "comm");
+    add(b, s0, s1, c0);
+    return std::move(b).build();
+  };
+  const OpSpec k{OpKind::kCompute, 0, kNoGroup, kNoPeer, 1};
+  // Descending numbers, the same number on two ranks, an unnumbered op, streams interleaved.
+  const Workload w = two_ranks([&](WorkloadBuilder& b, StreamId s0, StreamId s1, StreamId c0) {
+    b.set_number(b.add_op(s0, k), 9);
+    b.set_number(b.add_op(s1, k), 9);
+    b.set_number(b.add_op(c0, k), 4);
+    b.add_op(s0, k);
+  });
+  EXPECT_EQ(w.name(0), "r0.n9");
+  EXPECT_EQ(w.name(1), "r0/compute/1");
+  EXPECT_EQ(w.name(2), "r0.n4");
+  EXPECT_EQ(w.name(3), "r1.n9");
+  EXPECT_EQ(*w.find_op("r1.n9"), 3u);
+  // The same number twice on one rank, in order or not.
+  for (const bool ascending : {true, false}) {
+    const std::string e = test::error_of([&] {
+      two_ranks([&](WorkloadBuilder& b, StreamId s0, StreamId, StreamId c0) {
+        b.set_number(b.add_op(s0, k), ascending ? 3 : 8);
+        b.set_number(b.add_op(c0, k), 8);
+        b.set_number(b.add_op(s0, k), ascending ? 8 : 3);
+      });
+    });
+    EXPECT_TRUE(test::contains(e, "duplicate op id 'r0.n8'")) << e;
+  }
+  // Beside explicit ids: written out, and a clash is a duplicate.
+  const Workload mixed = two_ranks([&](WorkloadBuilder& b, StreamId s0, StreamId s1, StreamId) {
+    b.add_op(s0, k, "fwd");
+    b.set_number(b.add_op(s1, k), 2);
+  });
+  EXPECT_EQ(mixed.name(0), "fwd");
+  EXPECT_EQ(mixed.name(1), "r1.n2");
+  const std::string e = test::error_of([&] {
+    two_ranks([&](WorkloadBuilder& b, StreamId s0, StreamId s1, StreamId) {
+      b.add_op(s0, k, "r1.n2");
+      b.set_number(b.add_op(s1, k), 2);
+    });
+  });
+  EXPECT_TRUE(test::contains(e, "duplicate op id 'r1.n2'")) << e;
 }
 
 }  // namespace

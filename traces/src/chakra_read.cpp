@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <queue>
+#include <span>
 #include <unordered_map>
 
 #include "chakra_format.hpp"
@@ -176,14 +178,102 @@ class NodeAttrs {
   std::function<std::string()> where_;
 };
 
-constexpr OpId kNoOp = std::numeric_limits<OpId>::max();
+// A rank file's content parsed once: its streams, its ops in file order and their dependencies,
+// with nothing that depends on which rank runs it. Ranks whose files hold the same bytes share
+// one (ASTRA-sim's data-parallel traces are the same file for every rank).
+struct Program {
+  struct Op {
+    OpSpec spec;                   // the group resolved
+    std::uint32_t stream = 0;      // index into streams
+    std::uint64_t node_id = 0;     // names the op r<rank>.n<node id> ...
+    std::uint32_t name = kNone;    // ... or, when the file's names are op ids, names[name]
+    std::uint32_t shape = kNone;   // index into shapes
+    std::uint32_t config = kNone;  // index into configs
+  };
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  std::vector<std::string> streams;  // in the order the file introduces them
+  std::vector<Op> ops;
+  std::vector<std::string> names;
+  std::vector<ComputeShape> shapes;
+  std::vector<nccl::ConfigOverride> configs;
+  std::vector<std::uint32_t> dep_begin{0};  // op k waits for ops deps[dep_begin[k]..[k+1]) ...
+  std::vector<std::uint32_t> deps;          // ... besides the op before it on its stream
+  std::string version;
 
-// What a node leaves behind once its op is in the builder: enough to resolve dependencies.
+  std::size_t memory_bytes() const {
+    std::size_t m = ops.size() * sizeof(Op) + deps.size() * 4 + dep_begin.size() * 4 +
+                    shapes.size() * sizeof(ComputeShape) +
+                    configs.size() * sizeof(nccl::ConfigOverride);
+    for (const std::string& n : names) {
+      m += n.size() + sizeof(std::string);
+    }
+    return m;
+  }
+};
+
+// What a node leaves behind while its file is read: enough to resolve dependencies.
 struct ReadNode {
   std::uint64_t id = 0;
-  OpId op = kNoOp;                  // kNoOp: a METADATA_NODE (its deps pass through to dependents)
-  OpId prev_in_stream = kNoOp;      // the op before it on its stream
-  std::vector<std::uint64_t> deps;  // ctrl_deps then data_deps, as node ids
+  std::uint32_t op = Program::kNone;              // kNone: a METADATA_NODE (its deps pass through)
+  std::uint32_t prev_in_stream = Program::kNone;  // the op before it on its stream
+  std::uint32_t dep_begin = 0, dep_end = 0;       // ctrl_deps then data_deps, as node ids, in
+                                                  // the reader's node_deps_
+};
+
+// Node id -> position in the file: a table when the ids are dense (they usually count up), a
+// hash map otherwise. Throws on an id that appears twice.
+class NodeIndex {
+ public:
+  NodeIndex(const std::vector<ReadNode>& nodes, const std::string& file) {
+    const std::size_t n = nodes.size();
+    if (n == 0) {
+      return;
+    }
+    std::uint64_t lo = nodes[0].id, hi = nodes[0].id;
+    for (const ReadNode& node : nodes) {
+      lo = std::min(lo, node.id);
+      hi = std::max(hi, node.id);
+    }
+    auto twice = [&](std::uint64_t id) {
+      return Error(fmt::format("{}: node id {} appears twice in the file", file, id));
+    };
+    if (hi - lo < 4 * n + 64) {
+      base_ = lo;
+      table_.assign(hi - lo + 1, kAbsent);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t& slot = table_[nodes[i].id - lo];
+        if (slot != kAbsent) {
+          throw twice(nodes[i].id);
+        }
+        slot = static_cast<std::uint32_t>(i);
+      }
+      return;
+    }
+    map_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!map_.emplace(nodes[i].id, static_cast<std::uint32_t>(i)).second) {
+        throw twice(nodes[i].id);
+      }
+    }
+  }
+
+  // The position of node `id`, or nullopt.
+  std::optional<std::uint32_t> find(std::uint64_t id) const {
+    if (!table_.empty()) {
+      if (id < base_ || id - base_ >= table_.size() || table_[id - base_] == kAbsent) {
+        return std::nullopt;
+      }
+      return table_[id - base_];
+    }
+    auto it = map_.find(id);
+    return it == map_.end() ? std::nullopt : std::optional(it->second);
+  }
+
+ private:
+  static constexpr std::uint32_t kAbsent = 0xffffffffu;
+  std::uint64_t base_ = 0;
+  std::vector<std::uint32_t> table_;
+  std::unordered_map<std::uint64_t, std::uint32_t> map_;
 };
 
 // Groups as the trace set defines them: from the comm-groups file, then created on demand.
@@ -261,14 +351,12 @@ class GroupTable {
   std::vector<std::vector<Rank>> ranks_;  // by GroupId
 };
 
-// Reads one rank's file into ReadNodes; groups and streams are created as they appear.
-class RankReader {
+// Parses one rank file into a Program; groups are created as they appear.
+class ProgramReader {
  public:
-  RankReader(WorkloadBuilder& b, GroupTable& groups, Rank rank, std::string file)
-      : b_(b), groups_(groups), rank_(rank), file_(std::move(file)) {}
+  ProgramReader(GroupTable& groups, std::string file) : groups_(groups), file_(std::move(file)) {}
 
-  // Adds the rank's ops, then their dependencies, to the builder.
-  void read(std::string_view bytes, std::string* version) {
+  Program read(std::string_view bytes) && {
     const std::string& file = file_;
     if (bytes.empty()) {
       throw Error(
@@ -305,15 +393,17 @@ class RankReader {
                         "GlobalMetadata)",
                         stream.where()));
       }
-      if (version != nullptr) {
-        *version = meta.version();
-      }
+      p_.version = meta.version();
       const NodeAttrs attrs(meta.attr(), [&] { return stream.where() + " (GlobalMetadata)"; });
       for (const std::string& s : attrs.text_list(kStreams)) {
         stream_id(s);
       }
       names_are_ids_ = attrs.boolean(kNamesAreIds);
     }
+    // Converted traces spend 40-60 bytes a node.
+    nodes_.reserve(bytes.size() / 32);
+    p_.ops.reserve(bytes.size() / 32);
+    node_deps_.reserve(bytes.size() / 16);
     pb::Node node;
     while (stream.next(msg)) {
       node.Clear();
@@ -329,14 +419,16 @@ class RankReader {
       nodes_.push_back(convert(node, where));
     }
     link();
+    return std::move(p_);
   }
 
  private:
-  StreamId stream_id(const std::string& name) {
+  std::uint32_t stream_id(const std::string& name) {
     if (auto it = streams_.find(name); it != streams_.end()) {
       return it->second;
     }
-    return streams_[name] = b_.add_stream(rank_, name);
+    p_.streams.push_back(name);
+    return streams_[name] = static_cast<std::uint32_t>(p_.streams.size() - 1);
   }
 
   GroupId group(const NodeAttrs& a) { return groups_.resolve(a.text(kPgName), a.where()); }
@@ -344,10 +436,13 @@ class RankReader {
   ReadNode convert(const pb::Node& node, const std::function<std::string()>& where) {
     ReadNode n;
     n.id = node.id();
-    n.deps.reserve(static_cast<std::size_t>(node.ctrl_deps_size()) +
-                   static_cast<std::size_t>(node.data_deps_size()));
-    n.deps.insert(n.deps.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
-    n.deps.insert(n.deps.end(), node.data_deps().begin(), node.data_deps().end());
+    n.dep_begin = static_cast<std::uint32_t>(node_deps_.size());
+    node_deps_.insert(node_deps_.end(), node.ctrl_deps().begin(), node.ctrl_deps().end());
+    node_deps_.insert(node_deps_.end(), node.data_deps().begin(), node.data_deps().end());
+    if (node_deps_.size() >= Program::kNone) {
+      throw Error(fmt::format("{}: more than 4 billion dependencies in the file", where()));
+    }
+    n.dep_end = static_cast<std::uint32_t>(node_deps_.size());
     const NodeAttrs a(node.attr(), where);
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t kMaxRank = std::numeric_limits<std::int32_t>::max();
@@ -499,16 +594,25 @@ class RankReader {
       }
     }
     const std::optional<std::string> stream_name = a.text(kStream);
-    const StreamId stream = stream_id(stream_name ? *stream_name : std::string(default_stream));
-    n.op = b_.add_op(stream, s,
-                     names_are_ids_ ? node.name() : fmt::format("r{}.n{}", rank_, node.id()));
+    Program::Op op;
+    op.spec = s;
+    op.stream = stream_id(stream_name ? *stream_name : std::string(default_stream));
+    op.node_id = node.id();
+    if (names_are_ids_) {
+      op.name = static_cast<std::uint32_t>(p_.names.size());
+      p_.names.push_back(node.name());
+    }
     if (compute_shape) {
-      b_.set_compute_shape(n.op, *compute_shape);
+      op.shape = static_cast<std::uint32_t>(p_.shapes.size());
+      p_.shapes.push_back(*compute_shape);
     }
     if (config) {
-      b_.pin_config(n.op, std::move(*config));
+      op.config = static_cast<std::uint32_t>(p_.configs.size());
+      p_.configs.push_back(std::move(*config));
     }
-    if (auto [it, added] = last_op_.try_emplace(stream, n.op); !added) {
+    n.op = static_cast<std::uint32_t>(p_.ops.size());
+    p_.ops.push_back(std::move(op));
+    if (auto [it, added] = last_op_.try_emplace(p_.ops.back().stream, n.op); !added) {
       n.prev_in_stream = it->second;
       it->second = n.op;
     }
@@ -518,27 +622,25 @@ class RankReader {
   // Dependencies, through metadata nodes to what they depend on.
   void link() {
     const std::size_t n = nodes_.size();
-    std::unordered_map<std::uint64_t, std::size_t> index;  // node id -> position in nodes_
-    index.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!index.emplace(nodes_[i].id, i).second) {
-        throw Error(fmt::format("{}: node id {} appears twice in the file", file_, nodes_[i].id));
-      }
-    }
+    const NodeIndex index(nodes_, file_);
+    auto deps_of = [&](std::size_t i) {
+      return std::span<const std::uint64_t>(node_deps_.data() + nodes_[i].dep_begin,
+                                            nodes_[i].dep_end - nodes_[i].dep_begin);
+    };
     auto missing = [&](std::size_t i, std::uint64_t d) {
       return Error(fmt::format("{}: node {} depends on node {}, which is not in the file", file_,
                                nodes_[i].id, d));
     };
     std::vector<std::uint8_t> on_path(n, 0);
-    std::vector<OpId> found;
+    std::vector<std::uint32_t> found;
     std::function<void(std::size_t)> collect = [&](std::size_t i) {
-      for (const std::uint64_t d : nodes_[i].deps) {
-        auto it = index.find(d);
-        if (it == index.end()) {
+      for (const std::uint64_t d : deps_of(i)) {
+        const std::optional<std::uint32_t> at = index.find(d);
+        if (!at) {
           throw missing(i, d);
         }
-        const std::size_t j = it->second;
-        if (nodes_[j].op != kNoOp) {
+        const std::size_t j = *at;
+        if (nodes_[j].op != Program::kNone) {
           found.push_back(nodes_[j].op);
           continue;
         }
@@ -553,10 +655,10 @@ class RankReader {
     };
     for (std::size_t i = 0; i < n; ++i) {
       const ReadNode& node = nodes_[i];
-      if (node.op == kNoOp) {
+      if (node.op == Program::kNone) {
         // A dangling dependency of a metadata node is still an error.
-        for (const std::uint64_t d : node.deps) {
-          if (!index.contains(d)) {
+        for (const std::uint64_t d : deps_of(i)) {
+          if (!index.find(d)) {
             throw missing(i, d);
           }
         }
@@ -566,23 +668,95 @@ class RankReader {
       collect(i);
       std::sort(found.begin(), found.end());
       found.erase(std::unique(found.begin(), found.end()), found.end());
-      for (const OpId d : found) {
+      for (const std::uint32_t d : found) {
         // The previous op of the stream is waited for anyway (stream order).
         if (d != node.prev_in_stream) {
-          b_.add_dep(node.op, d);
+          p_.deps.push_back(d);
         }
       }
+      p_.dep_begin.push_back(static_cast<std::uint32_t>(p_.deps.size()));
     }
   }
 
-  WorkloadBuilder& b_;
   GroupTable& groups_;
-  Rank rank_;
   std::string file_;
   bool names_are_ids_ = false;
+  Program p_;
   std::vector<ReadNode> nodes_;
-  std::map<std::string, StreamId> streams_;
-  std::unordered_map<StreamId, OpId> last_op_;
+  std::vector<std::uint64_t> node_deps_;
+  std::map<std::string, std::uint32_t> streams_;
+  std::unordered_map<std::uint32_t, std::uint32_t> last_op_;
+};
+
+// Adds rank `rank` running `p` to the builder: its streams, ops and dependencies.
+void add_rank(WorkloadBuilder& b, Rank rank, const Program& p) {
+  std::vector<StreamId> stream(p.streams.size());
+  for (std::size_t i = 0; i < p.streams.size(); ++i) {
+    stream[i] = b.add_stream(rank, p.streams[i]);
+  }
+  const auto first = static_cast<OpId>(b.op_count());
+  for (const Program::Op& o : p.ops) {
+    const OpId op = b.add_op(stream[o.stream], o.spec,
+                             o.name == Program::kNone ? std::string_view() : p.names[o.name]);
+    if (o.name == Program::kNone) {
+      b.set_number(op, o.node_id);  // r<rank>.n<node id>
+    }
+    if (o.shape != Program::kNone) {
+      b.set_compute_shape(op, p.shapes[o.shape]);
+    }
+    if (o.config != Program::kNone) {
+      b.pin_config(op, p.configs[o.config]);
+    }
+  }
+  for (std::size_t k = 0; k + 1 < p.dep_begin.size(); ++k) {
+    for (std::uint32_t i = p.dep_begin[k]; i < p.dep_begin[k + 1]; ++i) {
+      b.add_dep(first + static_cast<OpId>(k), first + p.deps[i]);
+    }
+  }
+}
+
+// Programs by the bytes of the files they were read from, so that identical files are parsed
+// once. Holds at most kMaxBytes of files and programs together, and stops keeping them after 64
+// files that all differ; past that, files are parsed each time.
+class ProgramCache {
+ public:
+  static constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
+
+  const Program* find(std::string_view bytes) {
+    auto [lo, hi] = by_hash_.equal_range(std::hash<std::string_view>{}(bytes));
+    for (auto it = lo; it != hi; ++it) {
+      if (entries_[it->second].bytes == bytes) {
+        ++hits_;
+        return &entries_[it->second].program;
+      }
+    }
+    return nullptr;
+  }
+
+  // Keeps `p`, read from `bytes`, if it fits; returns it either way.
+  const Program& add(std::string&& bytes, Program p) {
+    const std::size_t size = bytes.size() + p.memory_bytes();
+    // 64 files in a row that differ: a trace whose ranks all differ, which keeping cannot help.
+    if (held_ + size > kMaxBytes || (hits_ == 0 && entries_.size() >= 64)) {
+      last_ = std::move(p);
+      return last_;
+    }
+    held_ += size;
+    by_hash_.emplace(std::hash<std::string_view>{}(bytes), entries_.size());
+    entries_.push_back(Entry{std::move(bytes), std::move(p)});
+    return entries_.back().program;
+  }
+
+ private:
+  struct Entry {
+    std::string bytes;
+    Program program;
+  };
+  std::deque<Entry> entries_;  // stable addresses
+  std::unordered_multimap<std::size_t, std::size_t> by_hash_;
+  std::size_t held_ = 0;
+  std::size_t hits_ = 0;
+  Program last_;  // a program not kept
 };
 
 }  // namespace
@@ -650,13 +824,22 @@ Workload read_chakra(const std::string& prefix, const std::optional<std::string>
   GroupTable groups(b, nranks, comm_groups_file);
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   std::string version;
+  ProgramCache cache;
   for (Rank r = 0; r < nranks; ++r) {
     std::string bytes = read_text_file(files[r], "Chakra trace file");
     hash = fnv1a64(bytes, hash);
-    if (is_gzip(bytes)) {
-      bytes = gunzip(files[r], bytes);
+    const Program* p = cache.find(bytes);
+    if (p == nullptr) {
+      ProgramReader reader(groups, files[r]);
+      Program read = is_gzip(bytes) ? std::move(reader).read(gunzip(files[r], bytes))
+                                    : std::move(reader).read(bytes);
+      p = &cache.add(std::move(bytes), std::move(read));
     }
-    RankReader(b, groups, r, files[r]).read(bytes, r == 0 ? &version : nullptr);
+    if (r == 0) {
+      version = p->version;
+      b.reserve_ops(p->ops.size() * nranks, p->deps.size() * nranks, p->shapes.size() * nranks);
+    }
+    add_rank(b, r, *p);
   }
   if (info != nullptr) {
     info->files = files;

@@ -133,9 +133,16 @@ void Workload::append_name(std::string& out, OpId op) const {
     return;
   }
   const Stream& s = streams_[stream_[op]];
+  // By hand: this runs for every op of a streamed report.
+  std::array<char, 24> digits{};
+  if (!number_.empty() && number_[op] != kNoNumber) {
+    out += 'r';
+    out.append(digits.data(), std::to_chars(digits.begin(), digits.end(), s.rank).ptr);
+    out += ".n";
+    out.append(digits.data(), std::to_chars(digits.begin(), digits.end(), number_[op]).ptr);
+    return;
+  }
   if (!label_of_.empty() && label_of_[op] != kNoLabel) {
-    // By hand: this runs for every op of a streamed report.
-    std::array<char, 16> digits{};
     out += 'r';
     out.append(digits.data(), std::to_chars(digits.begin(), digits.end(), s.rank).ptr);
     out += '/';
@@ -190,8 +197,8 @@ std::size_t Workload::memory_bytes() const {
   std::size_t total = vec(kind_) + vec(stream_) + vec(group_) + vec(peer_) + vec(bytes_) +
                       vec(duration_ns_) + vec(dep_begin_) + vec(deps_) + vec(name_begin_) +
                       names_.capacity() + vec(streams_) + vec(rank_streams_) + vec(pinned_) +
-                      vec(shapes_) + vec(shape_of_) + vec(label_of_) + vec(label_mb_) +
-                      vec(labels_);
+                      vec(shapes_) + vec(shape_of_) + vec(number_) + vec(label_of_) +
+                      vec(label_mb_) + vec(labels_);
   for (const std::string& l : labels_) {
     total += l.capacity();
   }
@@ -257,7 +264,9 @@ StreamId WorkloadBuilder::add_stream(Rank rank, std::string name) {
   return static_cast<StreamId>(stream_rank_.size() - 1);
 }
 
-void WorkloadBuilder::reserve_ops(std::size_t n) {
+void WorkloadBuilder::reserve_ops(std::size_t n, std::size_t deps, std::size_t shapes) {
+  deps_.reserve(deps);
+  shapes_.reserve(shapes);
   kind_.reserve(n);
   stream_.reserve(n);
   group_.reserve(n);
@@ -293,7 +302,18 @@ OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_vi
     label_of_.push_back(Workload::kNoLabel);
     label_mb_.push_back(-1);
   }
+  if (!number_.empty()) {
+    number_.push_back(Workload::kNoNumber);
+  }
   return static_cast<OpId>(kind_.size() - 1);
+}
+
+void WorkloadBuilder::set_number(OpId op, std::uint64_t number) {
+  if (number_.empty()) {
+    number_.assign(kind_.size(), Workload::kNoNumber);  // ops so far: none
+    number_.reserve(kind_.capacity());
+  }
+  number_.at(op) = number;
 }
 
 void WorkloadBuilder::set_label(OpId op, std::string_view label, std::int32_t micro_batch) {
@@ -437,14 +457,33 @@ Workload WorkloadBuilder::build(std::string_view where) && {
   }
   std::partial_sum(w.rank_streams_.begin(), w.rank_streams_.end(), w.rank_streams_.begin());
 
+  // A numbered op's name, as its id would be written.
+  auto numbered_name = [&](std::size_t i) {
+    return fmt::format("r{}.n{}", stream_rank_[stream_[i]], number_[i]);
+  };
   auto op_name = [&](std::size_t i) -> std::string {
     std::string id =
         any_name_ ? names_.substr(name_begin_[i], name_begin_[i + 1] - name_begin_[i]) : "";
+    if (id.empty() && !number_.empty() && number_[i] != Workload::kNoNumber) {
+      id = numbered_name(i);
+    }
     return id.empty() ? fmt::format("#{} on rank {} stream '{}'", i, stream_rank_[stream_[i]],
                                     w.streams_[new_stream[stream_[i]]].name)
                       : fmt::format("'{}'", id);
   };
+  // Ops added stream by stream in stream order keep their ids: their columns move as they are.
+  bool identity = true;
+  for (std::size_t i = 0; i < n && identity; ++i) {
+    identity = new_id[i] == i;
+  }
   auto permute = [&](auto& src, auto& dst) {
+    if (identity) {
+      dst = std::move(src);
+      if (dst.capacity() > dst.size() + dst.size() / 4) {
+        dst.shrink_to_fit();
+      }
+      return;
+    }
     dst.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       dst[new_id[i]] = src[i];
@@ -459,6 +498,17 @@ Workload WorkloadBuilder::build(std::string_view where) && {
   w.stream_ = std::move(stream_new);
 
   // Op-local checks, in original (file) order so the first error reported is the first in the file.
+  // Membership by binary search in each group's sorted ranks (a world group's collectives would
+  // otherwise cost ranks x ranks).
+  std::vector<std::vector<Rank>> sorted_members(w.groups_.size());
+  for (std::size_t gi = 0; gi < w.groups_.size(); ++gi) {
+    sorted_members[gi] = w.groups_[gi].ranks;
+    std::sort(sorted_members[gi].begin(), sorted_members[gi].end());
+  }
+  auto is_member = [&](GroupId g, Rank r) {
+    const std::vector<Rank>& m = sorted_members[static_cast<std::size_t>(g)];
+    return std::binary_search(m.begin(), m.end(), r);
+  };
   for (std::size_t i = 0; i < n; ++i) {
     const OpKind k = kind_[i];
     const Rank r = stream_rank_[stream_[i]];
@@ -477,8 +527,7 @@ Workload WorkloadBuilder::build(std::string_view where) && {
                               article(to_string(k)), to_string(k)));
     }
     if (g != kNoGroup) {
-      const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
-      if (std::find(members.begin(), members.end(), r) == members.end()) {
+      if (!is_member(g, r)) {
         throw Error(fmt::format("{}op {} is on rank {}, which is not a member of group '{}'", pre,
                                 op_name(i), r, w.groups_[static_cast<std::size_t>(g)].name));
       }
@@ -494,17 +543,14 @@ Workload WorkloadBuilder::build(std::string_view where) && {
                                 article(to_string(k)), to_string(k), r));
       }
       if (g != kNoGroup) {
-        const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
-        if (std::find(members.begin(), members.end(), static_cast<Rank>(p)) == members.end()) {
+        if (!is_member(g, static_cast<Rank>(p))) {
           throw Error(fmt::format("{}op {}: peer rank {} is not a member of group '{}'", pre,
                                   op_name(i), p, w.groups_[static_cast<std::size_t>(g)].name));
         }
       }
     } else if (has_root(k)) {
       const std::int32_t root = peer_[i];
-      const auto& members = w.groups_[static_cast<std::size_t>(g)].ranks;
-      if (root < 0 ||
-          std::find(members.begin(), members.end(), static_cast<Rank>(root)) == members.end()) {
+      if (root < 0 || !is_member(g, static_cast<Rank>(root))) {
         throw Error(
             fmt::format("{}op {}: {} {} needs a root that is a member of group '{}', got {}", pre,
                         op_name(i), article(to_string(k)), to_string(k),
@@ -542,6 +588,50 @@ Workload WorkloadBuilder::build(std::string_view where) && {
   std::partial_sum(w.dep_begin_.begin(), w.dep_begin_.end(), w.dep_begin_.begin());
   deps_.clear();
   deps_.shrink_to_fit();
+
+  // Numbers: where every other op has an explicit id, numbered ops get theirs written out and
+  // are checked with them; otherwise (rank, number) pairs must be unique.
+  if (!number_.empty() && any_name_) {
+    std::string names;
+    std::vector<std::uint64_t> begin{0};
+    begin.reserve(n + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (name_begin_[i + 1] == name_begin_[i] && number_[i] != Workload::kNoNumber) {
+        names += numbered_name(i);
+      } else {
+        names.append(names_, name_begin_[i], name_begin_[i + 1] - name_begin_[i]);
+      }
+      begin.push_back(names.size());
+    }
+    names_ = std::move(names);
+    name_begin_ = std::move(begin);
+  } else if (!number_.empty()) {
+    // Unique when they ascend in the order added (a trace's node ids usually do); else sorted.
+    auto key = [&](std::size_t i) { return std::pair(stream_rank_[stream_[i]], number_[i]); };
+    bool ascending = true;
+    std::optional<std::pair<Rank, std::uint64_t>> last;
+    for (std::size_t i = 0; i < n && ascending; ++i) {
+      if (number_[i] != Workload::kNoNumber) {
+        ascending = !last || *last < key(i);
+        last = key(i);
+      }
+    }
+    if (!ascending) {
+      std::vector<OpId> numbered;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (number_[i] != Workload::kNoNumber) {
+          numbered.push_back(static_cast<OpId>(i));
+        }
+      }
+      std::sort(numbered.begin(), numbered.end(), [&](OpId a, OpId b) { return key(a) < key(b); });
+      for (std::size_t i = 1; i < numbered.size(); ++i) {
+        if (key(numbered[i]) == key(numbered[i - 1])) {
+          throw Error(fmt::format("{}duplicate op id '{}'", pre, numbered_name(numbered[i])));
+        }
+      }
+    }
+    permute(number_, w.number_);
+  }
 
   // Names: unique when given.
   if (any_name_) {

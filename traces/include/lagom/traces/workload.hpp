@@ -170,8 +170,9 @@ class Workload {
   // Position of the op within its stream.
   OpId position(OpId op) const { return op - streams_[stream_[op]].first_op; }
 
-  // The op's id as written in the workload file; else, for an op given a label (generated
-  // steps: "L12.attn.qkv.fwd.mb3"), "r<rank>/<label>"; else "r<rank>/<stream>/<position>".
+  // The op's id as written in the workload file; else, for an op given a number (a Chakra
+  // trace's node id), "r<rank>.n<number>"; else, for an op given a label (generated steps:
+  // "L12.attn.qkv.fwd.mb3"), "r<rank>/<label>"; else "r<rank>/<stream>/<position>".
   std::string name(OpId op) const;
   // The same, appended to `out` (no allocation of its own: for writers of millions of ops).
   void append_name(std::string& out, OpId op) const;
@@ -210,6 +211,10 @@ class Workload {
   std::vector<OpId> deps_;
   std::vector<std::uint64_t> name_begin_;  // empty when no op has an explicit id
   std::string names_;
+  // Numbers: number_[op] names it "r<rank>.n<number>" (kNoNumber: not numbered); empty when no
+  // op is numbered or every op has an explicit id.
+  static constexpr std::uint64_t kNoNumber = ~std::uint64_t{0};
+  std::vector<std::uint64_t> number_;
   // Labels: label_of_[op] indexes labels_ (kNoLabel: none), and label_mb_[op] is the micro-batch
   // appended as ".mb<N>" (-1: none); both empty when no op has a label.
   static constexpr std::uint32_t kNoLabel = 0xffffffffu;
@@ -248,7 +253,11 @@ class WorkloadBuilder {
   // must be unique on its rank. `what` repeats across ranks and micro-batches, so each distinct
   // one is stored once (8 bytes per op).
   void set_label(OpId op, std::string_view what, std::int32_t micro_batch = -1);
-  void reserve_ops(std::size_t n);
+  // Names an op without an explicit id "r<rank>.n<number>", as if that were its id (it must be
+  // unique like one), for 8 bytes and no formatting per op: a Chakra trace's node ids.
+  void set_number(OpId op, std::uint64_t number);
+  // Room for n ops and, when known, their dependencies and compute shapes.
+  void reserve_ops(std::size_t n, std::size_t deps = 0, std::size_t shapes = 0);
 
   std::uint32_t rank_count() const { return rank_count_; }
   std::size_t op_count() const { return kind_.size(); }
@@ -273,6 +282,7 @@ class WorkloadBuilder {
   std::vector<std::uint64_t> name_begin_;
   std::string names_;
   bool any_name_ = false;
+  std::vector<std::uint64_t> number_;    // per op once some op has a number
   std::vector<std::uint32_t> label_of_;  // per op once some op has a label
   std::vector<std::int32_t> label_mb_;
   std::vector<std::string> labels_;
