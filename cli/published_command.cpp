@@ -51,6 +51,10 @@ std::vector<std::string> simulate_args(const PublishedRun& r, const std::string&
   if (r.fold) {
     a.push_back("--fold");
   }
+  for (const std::string& s : r.set) {
+    a.push_back("--set");
+    a.push_back(s);
+  }
   if (!profile.empty()) {
     a.push_back("--profile");
     a.push_back(profile);

@@ -49,10 +49,36 @@ std::vector<std::string> string_list(const Ctx& ctx, const json& v) {
   return out;
 }
 
+// "set": {"PATH": VALUE, ...}, what-if overrides as `--set PATH=VALUE` (docs/whatif.md): a
+// number, or a string such as a preset name.
+std::vector<std::string> overrides(const Ctx& ctx, const json& v) {
+  if (!v.is_object()) {
+    ctx.fail(fmt::format("expected an object {{\"PATH\": VALUE, ...}} of what-if settings, got {}",
+                         json_reader::type_of(v)));
+  }
+  std::vector<std::string> out;
+  for (const auto& [path, value] : v.items()) {
+    if (path.empty() || path.find('=') != std::string::npos) {
+      ctx.fail(fmt::format("'{}' is not a field path such as compute.classes.gemm.flops_efficiency",
+                           path));
+    }
+    if (value.is_number()) {
+      out.push_back(fmt::format("{}={}", path, value.get<double>()));
+    } else if (value.is_string()) {
+      out.push_back(fmt::format("{}={}", path, value.get<std::string>()));
+    } else {
+      ctx.at(path).fail(
+          fmt::format("expected a number or a string, got {}", json_reader::type_of(value)));
+    }
+  }
+  return out;
+}
+
 struct Setup {
   std::string cluster;
   std::string precision = "bf16";
   bool fold = false;
+  std::vector<std::string> set;
 };
 
 PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
@@ -60,7 +86,7 @@ PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
   json_reader::expect_object(
       ctx, r,
       {"name", "model", "parallel", "gpus", "nodes", "mbs", "gbs", "seq", "recompute", "published",
-       "cluster", "precision", "fold", "note", "table"});
+       "cluster", "precision", "fold", "set", "note", "table"});
   PublishedRun run;
   run.name = json_reader::get_string(ctx.at("name"), json_reader::require(ctx, r, "name"));
   if (run.name.empty()) {
@@ -96,6 +122,11 @@ PublishedRun read_run(const Ctx& ctx, const json& r, const Setup& setup,
   run.fold = setup.fold;
   if (const json* f = json_reader::optional_field(r, "fold")) {
     run.fold = json_reader::get_bool(ctx.at("fold"), *f);
+  }
+  run.set = setup.set;
+  if (const json* o = json_reader::optional_field(r, "set")) {
+    const std::vector<std::string> own = overrides(ctx.at("set"), *o);
+    run.set.insert(run.set.end(), own.begin(), own.end());
   }
   run.note = optional_string(ctx, r, "note", "");
   if (const json* t = json_reader::optional_field(r, "table"); t != nullptr && !t->is_object()) {
@@ -154,9 +185,12 @@ PublishedSet parse_published_runs(std::string_view text, const std::string& orig
   Setup setup;
   if (const json* s = json_reader::optional_field(doc, "setup")) {
     const Ctx sc = ctx.at("setup");
-    json_reader::expect_object(sc, *s, {"cluster", "precision", "fold"});
+    json_reader::expect_object(sc, *s, {"cluster", "precision", "fold", "set"});
     setup.cluster = optional_string(sc, *s, "cluster", "");
     setup.precision = optional_string(sc, *s, "precision", setup.precision);
+    if (const json* o = json_reader::optional_field(*s, "set")) {
+      setup.set = overrides(sc.at("set"), *o);
+    }
     if (const json* f = json_reader::optional_field(*s, "fold")) {
       setup.fold = json_reader::get_bool(sc.at("fold"), *f);
     }

@@ -72,6 +72,29 @@ TEST(PublishedRuns, ARunTakesTheSetupAndResolvesItsModel) {
             "mpt-7b");
 }
 
+// What-if settings: the setup's apply to every run, then the run's own (each object's paths are
+// distinct, so their order within it does not matter), as `--set` in that order.
+TEST(PublishedRuns, SettingsComeFromTheSetupThenTheRun) {
+  std::string text = doc_with("[" + kRun + "]");
+  text.replace(
+      text.find(R"({"cluster": "dgx-a100"})"), 23,
+      R"({"cluster": "dgx-a100", "set": {"compute.classes.attention.flops_efficiency": 0.3386}})");
+  std::string own = kRun;
+  own.replace(own.find(R"("nodes": 1)"), 10,
+              R"("nodes": 1, "set": {"gpu.hbm_GBps": 1500, "cluster.name": "x"})");
+  std::string two = doc_with("[" + kRun + ", " + own + "]");
+  two.replace(two.find(R"({"cluster": "dgx-a100"})"), 23,
+              R"({"cluster": "dgx-a100", "set": {"gpu.sms": 100}})");
+  two.replace(two.rfind(R"("name": "r")"), 11, R"("name": "s")");
+  const calibrate::PublishedSet a = calibrate::parse_published_runs(text, "t.json", "/b");
+  EXPECT_EQ(a.runs[0].set,
+            std::vector<std::string>{"compute.classes.attention.flops_efficiency=0.3386"});
+  const calibrate::PublishedSet b = calibrate::parse_published_runs(two, "t.json", "/b");
+  EXPECT_EQ(b.runs[0].set, std::vector<std::string>{"gpu.sms=100"});
+  EXPECT_EQ(b.runs[1].set,
+            (std::vector<std::string>{"gpu.sms=100", "cluster.name=x", "gpu.hbm_GBps=1500"}));
+}
+
 TEST(PublishedRuns, BadInputNamesTheFileAndThePath) {
   struct Case {
     std::string text;
@@ -98,6 +121,10 @@ TEST(PublishedRuns, BadInputNamesTheFileAndThePath) {
       {with_run(R"("mbs": 4)", R"("mbs": 4.5)"), "runs[0].mbs"},
       {with_run(R"("nodes": 1)", R"("nodes": 1, "speed": 2)"), "speed"},
       {with_run(R"("nodes": 1)", R"("nodes": 1, "table": [1])"), "runs[0].table"},
+      {with_run(R"("nodes": 1)", R"("nodes": 1, "set": [1])"), "runs[0].set: expected an object"},
+      {with_run(R"("nodes": 1)", R"("nodes": 1, "set": {"gpu.sms": true})"),
+       "runs[0].set.gpu.sms: expected a number or a string"},
+      {with_run(R"("nodes": 1)", R"("nodes": 1, "set": {"a=b": 1})"), "'a=b' is not a field path"},
   };
   for (const Case& c : cases) {
     const std::string e = error_of(c.text);
@@ -164,6 +191,30 @@ TEST(PublishedRunsCli, RowsAreTheSameBytesForAnyThreadCount) {
   EXPECT_EQ(j["failed"], 0);
 }
 
+// A setting changes the prediction as `--set` does, and one lagom does not know fails the run.
+TEST(PublishedRunsCli, ASettingChangesThePrediction) {
+  TempDir dir;
+  std::string run = kRun;
+  run.replace(run.find("models/mpt-125m.json"), 20,
+              data_path("published-runs/models/mpt-125m.json"));
+  run.replace(run.find(R"("seq": 512)"), 10, R"("seq": 8192)");
+  const std::string path = (dir.path() / "set.json").string();
+  auto predicted = [&](const std::string& set) {
+    std::string r = run;
+    r.replace(r.find(R"("nodes": 1)"), 10, R"("nodes": 1)" + set);
+    { std::ofstream(path) << doc_with("[" + r + "]"); }
+    const CliRun c = run_lagom({"validate", "--published", path, "--json"});
+    EXPECT_EQ(c.exit_code, set.find("no.such") == std::string::npos ? 0 : 1) << c.out << c.err;
+    const nlohmann::json j = nlohmann::json::parse(c.out);
+    return j["files"][0]["runs"][0].value("predicted", 0.0);
+  };
+  const double plain = predicted("");
+  const double slow = predicted(R"(, "set": {"compute.classes.attention.flops_efficiency": 0.1})");
+  EXPECT_GT(plain, 0);
+  EXPECT_LT(slow, plain * 0.9);  // long sequences: attention is a large share of the step
+  EXPECT_EQ(predicted(R"(, "set": {"no.such.field": 1})"), 0.0);
+}
+
 TEST(PublishedRunsCli, ARunThatCannotBeSimulatedFailsTheCommand) {
   TempDir dir;
   std::string run = kRun;
@@ -203,8 +254,8 @@ TEST(PublishedRunsSlow, EveryFileStaysUnderItsBounds) {
   const std::map<std::string, std::pair<double, double>> bounds = {
       {"korthikanti-2022-table5", {0.10, 0.14}},
       {"mosaicml-mpt-a100-80gb", {0.05, 0.28}},
-      {"mosaicml-mpt-h100-80gb", {0.32, 0.57}},
-      {"mosaicml-mpt-h100-80gb-large", {0.21, 0.43}},
+      {"mosaicml-mpt-h100-80gb", {0.18, 0.37}},
+      {"mosaicml-mpt-h100-80gb-large", {0.16, 0.35}},
   };
   ASSERT_EQ(j["files"].size(), bounds.size());
   for (const auto& f : j["files"]) {
@@ -212,7 +263,7 @@ TEST(PublishedRunsSlow, EveryFileStaysUnderItsBounds) {
     EXPECT_LE(f["summary"]["median_abs_error"].get<double>(), median) << f["name"];
     EXPECT_LE(f["summary"]["worst_abs_error"].get<double>(), worst) << f["name"];
   }
-  EXPECT_LE(j["summary"]["median_abs_error"].get<double>(), 0.155);
+  EXPECT_LE(j["summary"]["median_abs_error"].get<double>(), 0.135);
 }
 
 }  // namespace published_test

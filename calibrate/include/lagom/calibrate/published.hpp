@@ -30,6 +30,10 @@ struct PublishedRun {
   std::string precision;
   std::string recompute;  // none, full or selective
   bool fold = false;
+  // What-if settings, `--set PATH=VALUE` each (the file's setup's, then the run's): what the
+  // source's software did that the built-in profile does not assume, with the reason in the
+  // file's assumptions.
+  std::vector<std::string> set;
   int gpus = 0;
   int nodes = 0;
   int mbs = 0;
