@@ -49,8 +49,8 @@ std::vector<std::string> string_list(const Ctx& ctx, const json& v) {
   return out;
 }
 
-// "set": {"PATH": VALUE, ...}, what-if overrides as `--set PATH=VALUE` (docs/whatif.md): a
-// number, or a string such as a preset name.
+// "set": {"PATH": VALUE, ...}, what-if overrides as `--set PATH=VALUE` (docs/whatif.md): a string
+// as it is, a number, boolean or array as its JSON text (16, 0.3386, false, [1, 4]).
 std::vector<std::string> overrides(const Ctx& ctx, const json& v) {
   if (!v.is_object()) {
     ctx.fail(fmt::format("expected an object {{\"PATH\": VALUE, ...}} of what-if settings, got {}",
@@ -62,13 +62,13 @@ std::vector<std::string> overrides(const Ctx& ctx, const json& v) {
       ctx.fail(fmt::format("'{}' is not a field path such as compute.classes.gemm.flops_efficiency",
                            path));
     }
-    if (value.is_number()) {
-      out.push_back(fmt::format("{}={}", path, value.get<double>()));
-    } else if (value.is_string()) {
+    if (value.is_string()) {
       out.push_back(fmt::format("{}={}", path, value.get<std::string>()));
+    } else if (value.is_number() || value.is_boolean() || value.is_array()) {
+      out.push_back(fmt::format("{}={}", path, value.dump()));
     } else {
-      ctx.at(path).fail(
-          fmt::format("expected a number or a string, got {}", json_reader::type_of(value)));
+      ctx.at(path).fail(fmt::format("expected a number, a string, a boolean or an array, got {}",
+                                    json_reader::type_of(value)));
     }
   }
   return out;

@@ -201,11 +201,12 @@ struct Program {
   std::string version;
 
   std::size_t memory_bytes() const {
-    std::size_t m = ops.size() * sizeof(Op) + deps.size() * 4 + dep_begin.size() * 4 +
-                    shapes.size() * sizeof(ComputeShape) +
-                    configs.size() * sizeof(nccl::ConfigOverride);
+    std::size_t m = ops.capacity() * sizeof(Op) + deps.capacity() * 4 + dep_begin.capacity() * 4 +
+                    shapes.capacity() * sizeof(ComputeShape) +
+                    configs.capacity() * sizeof(nccl::ConfigOverride) +
+                    names.capacity() * sizeof(std::string);
     for (const std::string& n : names) {
-      m += n.size() + sizeof(std::string);
+      m += n.capacity();
     }
     return m;
   }
@@ -419,6 +420,10 @@ class ProgramReader {
       nodes_.push_back(convert(node, where));
     }
     link();
+    // Reserved by the file's size, which may be much more than its ops take.
+    p_.ops.shrink_to_fit();
+    p_.deps.shrink_to_fit();
+    p_.dep_begin.shrink_to_fit();
     return std::move(p_);
   }
 
@@ -696,10 +701,20 @@ void add_rank(WorkloadBuilder& b, Rank rank, const Program& p) {
   }
   const auto first = static_cast<OpId>(b.op_count());
   for (const Program::Op& o : p.ops) {
-    const OpId op = b.add_op(stream[o.stream], o.spec,
-                             o.name == Program::kNone ? std::string_view() : p.names[o.name]);
-    if (o.name == Program::kNone) {
-      b.set_number(op, o.node_id);  // r<rank>.n<node id>
+    // r<rank>.n<node id>, as a number; the one id a number cannot hold, as text.
+    constexpr std::uint64_t kLastId = std::numeric_limits<std::uint64_t>::max();
+    const bool numbered = o.name == Program::kNone && o.node_id != kLastId;
+    std::string last;
+    std::string_view id;
+    if (o.name != Program::kNone) {
+      id = p.names[o.name];
+    } else if (!numbered) {
+      last = fmt::format("r{}.n{}", rank, kLastId);
+      id = last;
+    }
+    const OpId op = b.add_op(stream[o.stream], o.spec, id);
+    if (numbered) {
+      b.set_number(op, o.node_id);
     }
     if (o.shape != Program::kNone) {
       b.set_compute_shape(op, p.shapes[o.shape]);
@@ -837,7 +852,6 @@ Workload read_chakra(const std::string& prefix, const std::optional<std::string>
     }
     if (r == 0) {
       version = p->version;
-      b.reserve_ops(p->ops.size() * nranks, p->deps.size() * nranks, p->shapes.size() * nranks);
     }
     add_rank(b, r, *p);
   }

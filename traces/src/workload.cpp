@@ -309,6 +309,10 @@ OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_vi
 }
 
 void WorkloadBuilder::set_number(OpId op, std::uint64_t number) {
+  if (number == Workload::kNoNumber) {
+    throw Error(fmt::format("op #{}: number {} is reserved (give the op that id as text)", op,
+                            number));
+  }
   if (number_.empty()) {
     number_.assign(kind_.size(), Workload::kNoNumber);  // ops so far: none
     number_.reserve(kind_.capacity());

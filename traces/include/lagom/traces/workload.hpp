@@ -254,7 +254,8 @@ class WorkloadBuilder {
   // one is stored once (8 bytes per op).
   void set_label(OpId op, std::string_view what, std::int32_t micro_batch = -1);
   // Names an op without an explicit id "r<rank>.n<number>", as if that were its id (it must be
-  // unique like one), for 8 bytes and no formatting per op: a Chakra trace's node ids.
+  // unique like one), for 8 bytes and no formatting per op: a Chakra trace's node ids. 2^64 - 1
+  // is reserved (an error): give that op its id as text.
   void set_number(OpId op, std::uint64_t number);
   // Room for n ops and, when known, their dependencies and compute shapes.
   void reserve_ops(std::size_t n, std::size_t deps = 0, std::size_t shapes = 0);
