@@ -553,6 +553,14 @@ TEST_F(ChakraTest, NamedAndNumberedFilesMix) {
   write_raw(0, named("r1.n1"));
   const std::string e = read_error();
   EXPECT_TRUE(contains(e, "duplicate op id 'r1.n1'")) << e;
+  // The largest node id is a legal id that no number can hold: it is named as text, alone or
+  // beside a file whose names are ids.
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+  write_rank(1, {comp(kLast, 1)});
+  write_raw(0, named("fwd"));
+  EXPECT_EQ(read().name(1), "r1.n18446744073709551615");
+  write_rank(0, {comp(kLast, 1)});
+  EXPECT_EQ(read().name(0), "r0.n18446744073709551615");
 }
 
 TEST_F(ChakraTest, ReadsGzipAndPlainFilesAlike) {

@@ -372,6 +372,12 @@ TEST(WorkloadBuilder, NumberedOpsAreNamedAndCheckedLikeIds) {
     });
   });
   EXPECT_TRUE(test::contains(e, "duplicate op id 'r1.n2'")) << e;
+  // 2^64 - 1 marks an op without a number, so it cannot be one.
+  WorkloadBuilder b(1);
+  const OpId op = b.add_op(b.add_stream(0, "compute"), k);
+  const std::string reserved =
+      test::error_of([&] { b.set_number(op, std::numeric_limits<std::uint64_t>::max()); });
+  EXPECT_TRUE(test::contains(reserved, "is reserved")) << reserved;
 }
 
 }  // namespace
