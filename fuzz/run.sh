@@ -19,6 +19,12 @@ fi
 # The target's line of fuzz/targets.txt: name, dictionary, seed directories.
 line_of() { grep -E "^$1[[:space:]]" fuzz/targets.txt; }
 
+# The chakra and tuner_plan harnesses write each input to a scratch file (their readers take
+# paths): on a memory-backed TMPDIR they run about twice as fast as on disk.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  export TMPDIR=/dev/shm
+fi
+
 status=0
 printf '%-16s %8s %12s %10s %8s %8s %7s  %s\n' target seconds runs runs/s cov ft corpus result
 for t in "${targets[@]}"; do
