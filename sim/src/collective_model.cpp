@@ -372,15 +372,23 @@ CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes
       steps = per_peer * std::max<std::int64_t>(1, ceil_div(n - 1, nc));
     } else {
       // The sender's path to the receiver (estimate_p2p); without one, a two-rank communicator's
-      // path, or in a larger one the worst neighbour hop (the ring's inside a node, a
-      // node-to-node one across nodes).
+      // path, or in a larger one the worst neighbour hop of nccl-tests' sendrecv, where every
+      // rank sends to the next at once: the ring's inside a node; across nodes the first pair of
+      // neighbours on different nodes, whose send leaves through one NIC (the network pattern
+      // would spread it over every NIC of the node).
       const std::span<const int> r = traffic.ranks();
-      const topologies::Footprint pair =
-          path == nullptr && n == 2 ? traffic.pair(r[0], r[1]) : topologies::Footprint{};
-      const topologies::Footprint& f = path != nullptr ? *path
-                                       : n == 2        ? pair
-                                       : multi         ? traffic.network()
-                                                       : traffic.ring();
+      topologies::Footprint pair;
+      if (path == nullptr && (n == 2 || multi)) {
+        std::size_t i = 0;
+        const topologies::Cluster& cl = traffic.cluster();
+        while (n > 2 && i + 1 < r.size() && cl.locate(r[i]).node == cl.locate(r[i + 1]).node) {
+          ++i;
+        }
+        pair = traffic.pair(r[i], r[(i + 1) % r.size()]);
+      }
+      const topologies::Footprint& f = path != nullptr   ? *path
+                                       : n == 2 || multi ? pair
+                                                         : traffic.ring();
       add_links(f, S, w);
       add_channels(S, multi);
       hops(1, multi ? 1 : 0, f);
@@ -419,9 +427,13 @@ CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes
     // Simple forwards a chunk once it has arrived: the first chunk crosses depth-1 hops before
     // the last hop starts streaming. LL and LL128 forward each 16- or 128-byte line as it
     // arrives, so their fill is the hops' latency, already counted.
+    // A pipeline of k chunks through `depth` stages takes k + depth - 1 chunk times, and the k
+    // chunks stream in transfer_us: a chunk time is transfer_us x chunk / per_channel, whichever
+    // resource binds. (It was chunk over the binding resource's capacity per channel, which
+    // mixed units when a link bound: a link's bytes are the busiest link's, not the channel's
+    // payload, so the fill came out 8x too long on a DGX's eight NICs.)
     const double chunk = std::min(C, per_channel);
-    const double channel_rate_GBps = worst->bytes / (e.transfer_us * 1e3) / nc;
-    e.fill_us = (depth - 1) * chunk / (channel_rate_GBps * 1e3);
+    e.fill_us = (depth - 1) * e.transfer_us * chunk / per_channel;
   }
   e.time_us = e.launch_us + e.hop_us + e.sync_us + e.transfer_us + e.fill_us;
   return e;

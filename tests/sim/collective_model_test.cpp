@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -434,7 +435,8 @@ TEST(CollectiveModel, NcclDefaultForOneGiBAllReduceOnAnH100NodeIsNvls) {
 
 // A pipelined algorithm of depth d on nc channels moves L = ceil(S / (nc C)) chunks per channel
 // in L + d - 1 chunk steps, each costing an overhead u, and pays a fill of (d - 1) C / r, r the
-// per-channel rate at the bottleneck (its capacity / nc). So, up to rounding,
+// per-channel payload rate at the bottleneck (its capacity / nc, over the bytes it carries per
+// byte of S). So, up to rounding,
 //   T(C) = const + u S / (nc C) + (d - 1) C / r,
 // smallest at C* = sqrt(u S r / (nc (d - 1))): tiny chunks (Simple's 512-byte grain) pay many
 // steps, one chunk per channel (C = S / nc, no pipelining) pays the fill of the whole share, and
@@ -459,14 +461,15 @@ void check_pipeline(const PipelineCase& pc, std::int64_t S) {
   CommConfig c = nccl::config_for(s.tables, pc.kind, pc.algo, Protocol::kSimple, S);
   const std::string what = s.name + " " + std::string(to_string(pc.kind)) + " " + to_string(c);
   ASSERT_GT(pc.step_u, 0) << what << ": without a chunk-step overhead small chunks are free";
-  // The bottleneck: the largest bytes / capacity; one channel's rate is its capacity / nc.
+  // The bottleneck: the largest bytes / capacity. A channel's payload streams at the bottleneck's
+  // capacity / (nc x its bytes per byte of S): the fill's chunk time is C over that rate.
   const Resource* worst = &pc.resources.front();
   for (const Resource& r : pc.resources) {
     if (r.bytes_per_S / r.capacity_GBps > worst->bytes_per_S / worst->capacity_GBps) {
       worst = &r;
     }
   }
-  const double rate_GBps = worst->capacity_GBps / c.nchannels;
+  const double rate_GBps = worst->capacity_GBps / (c.nchannels * worst->bytes_per_S);
   const double nc = c.nchannels;
   const double best =
       std::sqrt(pc.step_u * static_cast<double>(S) * rate_GBps * 1e3 / (nc * (pc.depth - 1)));
@@ -569,6 +572,71 @@ TEST(CollectiveModel, ChunkSizeHasAnOptimumForPipelinedAlgorithms) {
           {2.0, c.nchannels * net_simple.channel_GBps.value * threads_share(c, net_simple)}}},
         S);
   }
+}
+
+// A DGX H100 pair with one bandwidth scaled: NVLink (`nvlink` true) or the NICs.
+struct ScaledDgx {
+  topologies::Cluster cluster;
+  topologies::CommunicatorInfo comm;
+  hardware::HardwareProfile profile;
+  ScaledDgx(bool nvlink, double scale) : cluster(scaled(nvlink, scale)) {
+    std::vector<int> ranks(static_cast<std::size_t>(cluster.gpu_count()));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    comm = topologies::describe_communicator(cluster, ranks);
+    profile = hardware::default_profile_for_gpu(cluster.spec().gpu_type);
+  }
+  static topologies::ClusterSpec scaled(bool nvlink, double scale) {
+    topologies::ClusterSpec spec = topologies::load_cluster_spec("dgx-h100", 2);
+    if (nvlink) {
+      spec.intra_node.nvlink->link_bandwidth_GBps *= scale;
+    } else {
+      spec.network.nic_speed_Gbps *= scale;
+    }
+    return spec;
+  }
+};
+
+// The fill is a share of the transfer, whichever resource binds: a faster link never makes a
+// pipelined collective slower. It was once C over the binding resource's capacity per channel,
+// which mixed units when a link bound (the busiest link's bytes, not a channel's payload): on a
+// DGX's eight NICs the fill came out 8x too long, and a 2-node NVLSTree all-reduce of 8 MiB took
+// 204 us with stock NVLink and 120 us with NVLink 12% slower.
+TEST(CollectiveModel, AFasterLinkNeverSlowsAPipelinedCollective) {
+  struct Case {
+    CollKind kind;
+    Algorithm algo;
+  };
+  const Machine& base = h100_two_nodes();
+  for (const Case& k : {Case{CollKind::kAllReduce, Algorithm::kNvlsTree},
+                        Case{CollKind::kAllReduce, Algorithm::kTree},
+                        Case{CollKind::kBroadcast, Algorithm::kRing}}) {
+    for (const std::int64_t S : {std::int64_t{1} << 20, std::int64_t{8} << 20, kGiB / 16}) {
+      const CommConfig c = nccl::config_for(base.tables, k.kind, k.algo, Protocol::kSimple, S);
+      for (const bool nvlink : {true, false}) {
+        double last = std::numeric_limits<double>::infinity();
+        for (const double scale : {0.5, 0.8, 0.88, 0.9, 1.0, 1.2, 2.0, 4.0}) {
+          const ScaledDgx m(nvlink, scale);
+          const double t = CollectiveModel(m.profile, m.comm).estimate(k.kind, S, c).time_us;
+          EXPECT_LE(t, last * (1 + 1e-12)) << to_string(k.kind) << " " << to_string(c) << " S=" << S
+                                           << (nvlink ? " NVLink" : " NIC") << " x" << scale;
+          last = t;
+        }
+      }
+    }
+  }
+}
+
+// nccl-tests' sendrecv on 2 nodes: every rank sends to the next, and the pair that crosses the
+// node boundary sends through one NIC, not the node's eight (it read the whole network pattern
+// and reported 222 GB/s on 400 Gb/s NICs).
+TEST(CollectiveModel, ASendRecvAcrossNodesGetsOneNic) {
+  const Machine& s = h100_two_nodes();
+  const std::int64_t S = std::int64_t{64} << 20;
+  const CommConfig c = nccl::default_config(s.info, CollKind::kSendRecv, S);
+  const CollectiveEstimate e = s.model().estimate(CollKind::kSendRecv, S, c);
+  const double nic_GBps = s.cluster.spec().nic_bandwidth_GBps();
+  EXPECT_LE(static_cast<double>(S) / (e.time_us * 1e3), nic_GBps);
+  EXPECT_EQ(e.bottleneck, "network");
 }
 
 // Ring is not pipelined across hops (every rank works on its own chunk each step): a larger

@@ -8,7 +8,7 @@
 //     + sum over critical-path hops of step(link, proto)            (hop latency, paid once)
 //     + chunk_steps * chunk(link, proto)                            (per-chunk-step overhead)
 //     + max over resources r of V_r / (w(proto) * capacity_r)       (bytes through bottleneck)
-//     + (depth - 1) * chunk / per_channel_rate                      (Simple's pipeline fill)
+//     + (depth - 1) * transfer * chunk / (S / nc)                   (Simple's pipeline fill)
 //
 //  * Resources: the GPU's intra-node link (NVLink/PCIe per direction, times the profile's link
 //    efficiency; the NVSwitch multicast path times nvls_efficiency for NVLS), the node's network
@@ -27,6 +27,8 @@
 //    steps; pipelined algorithms (chain, Tree, NVLS, CollNet) run L + depth - 1 stages for
 //    L = ceil(S / (nc * C)) chunks through `depth` hops.
 //  * C is the chunk size in payload bytes (clamped to a channel's share of the message).
+//  * Fill: the S / (nc C) chunks of a channel stream in `transfer`, one chunk time each; the
+//    first crosses depth - 1 stages before the last one streams, whichever resource binds.
 // Channel count and chunk size therefore have non-monotonic effects: more channels add launch
 // cost and stop adding bandwidth at the link limit; smaller chunks add steps, larger chunks add
 // pipeline fill (NVLS, Tree, chain).
@@ -67,9 +69,9 @@ class CollectiveModel {
   CollectiveModel(const hardware::HardwareProfile& profile,
                   const topologies::CommunicatorInfo& comm);
 
-  // `bytes` follows nccl-tests' size column (see nccl/comm_config.hpp and nccl/tuning.hpp). The config
-  // must be legal (check with nccl::why_illegal first); a config the model cannot time (e.g. NVLS
-  // without NVLink) is a lagom::Error.
+  // `bytes` follows nccl-tests' size column (see nccl/comm_config.hpp and nccl/tuning.hpp). The
+  // config must be legal (check with nccl::why_illegal first); a config the model cannot time (e.g.
+  // NVLS without NVLink) is a lagom::Error.
   CollectiveEstimate estimate(nccl::CollKind kind, std::int64_t bytes,
                               const nccl::CommConfig& config) const;
   // A send of `bytes` from cluster GPU `from_gpu` to `to_gpu` (both of this communicator), on
