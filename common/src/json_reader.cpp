@@ -11,6 +11,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "lagom/common/error.hpp"
 
@@ -56,12 +59,140 @@ void refuse_empty(std::string_view text, std::string_view origin, std::string_vi
   }
 }
 
+// Refuses a key given twice in one object. JSON allows it and nlohmann keeps the last value,
+// so `"nic_speed_Gbps": 400, "nic_speed_Gbps": 4` would run 4 Gb/s NICs without a word. Tracks
+// the path of open containers for the message; frames are reused, so a document of a million
+// small objects allocates once per depth.
+class DuplicateKeys {
+ public:
+  explicit DuplicateKeys(std::string_view origin) : origin_(origin) {}
+
+  // An element begins: a value, an object or an array.
+  void element() {
+    if (open_ > 0 && !frames_[open_ - 1].object) {
+      ++frames_[open_ - 1].index;
+    }
+  }
+  void push(bool object) {
+    if (open_ == frames_.size()) {
+      frames_.emplace_back();
+    }
+    Frame& f = frames_[open_++];
+    f.object = object;
+    f.index = 0;
+    f.keys.clear();
+    f.many.clear();
+  }
+  void pop() { --open_; }
+  void key(const std::string& k) {
+    Frame& f = frames_[open_ - 1];
+    bool seen = false;
+    if (f.keys.size() < kLinear) {
+      seen = std::find(f.keys.begin(), f.keys.end(), k) != f.keys.end();
+      if (!seen) {
+        f.keys.push_back(k);
+      }
+    } else {
+      if (f.many.empty()) {
+        f.many.insert(f.keys.begin(), f.keys.end());
+      }
+      seen = !f.many.insert(k).second;
+      f.last = k;
+    }
+    if (seen) {
+      std::string path;
+      for (std::size_t i = 0; i + 1 < open_; ++i) {
+        const Frame& o = frames_[i];
+        path += o.object ? (path.empty() ? o.current() : "." + o.current())
+                         : fmt::format("[{}]", o.index - 1);
+      }
+      path += path.empty() ? k : "." + k;
+      throw Error(fmt::format(
+          "{}: {}: the key '{}' is given twice in one object (a JSON reader keeps only one of "
+          "them; give each key once)",
+          origin_, path, k));
+    }
+  }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::size_t index = 0;          // arrays: elements begun so far
+    std::vector<std::string> keys;  // objects: in order, while there are at most kLinear
+    std::unordered_set<std::string> many;
+    std::string last;  // the current key once past kLinear
+    const std::string& current() const { return many.empty() ? keys.back() : last; }
+  };
+  static constexpr std::size_t kLinear = 32;
+
+  std::string_view origin_;
+  std::vector<Frame> frames_;
+  std::size_t open_ = 0;
+};
+
+// nlohmann's own DOM builder, told every event, with DuplicateKeys watching the keys.
+template <class Json>
+class CheckedDom {
+ public:
+  using number_integer_t = typename Json::number_integer_t;
+  using number_unsigned_t = typename Json::number_unsigned_t;
+  using number_float_t = typename Json::number_float_t;
+  using string_t = typename Json::string_t;
+  using binary_t = typename Json::binary_t;
+
+  CheckedDom(Json& result, std::string_view origin) : dom_(result, true), keys_(origin) {}
+
+  bool null() { return keys_.element(), dom_.null(); }
+  bool boolean(bool v) { return keys_.element(), dom_.boolean(v); }
+  bool number_integer(number_integer_t v) { return keys_.element(), dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return keys_.element(), dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) {
+    return keys_.element(), dom_.number_float(v, s);
+  }
+  bool string(string_t& v) { return keys_.element(), dom_.string(v); }
+  bool binary(binary_t& v) { return keys_.element(), dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    keys_.element();
+    keys_.push(true);
+    return dom_.start_object(n);
+  }
+  bool key(string_t& k) {
+    keys_.key(k);
+    return dom_.key(k);
+  }
+  bool end_object() {
+    keys_.pop();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    keys_.element();
+    keys_.push(false);
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    keys_.pop();
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& last_token, const Exception& e) {
+    return dom_.parse_error(position, last_token, e);
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  DuplicateKeys keys_;
+};
+
 // nlohmann's syntax errors and number overflows (out_of_range.406, "number overflow parsing
-// '1e400'") as one Error; its bracketed tag ("[json.exception.parse_error.101] ") dropped.
+// '1e400'") as one Error; its bracketed tag ("[json.exception.parse_error.101] ") dropped. A key
+// given twice in one object is an Error too (DuplicateKeys).
 template <class Json>
 Json parse_or_refuse(std::string_view text, std::string_view origin) {
   try {
-    return Json::parse(text);
+    Json doc;
+    CheckedDom<Json> sax(doc, origin);
+    Json::sax_parse(text, &sax);
+    return doc;
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     if (auto tag_end = what.find("] "); tag_end != std::string::npos) {
