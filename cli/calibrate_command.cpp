@@ -4,11 +4,17 @@
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "command_line.hpp"
 #include "commands.hpp"
@@ -71,6 +77,59 @@ void warn_about_log(const calibrate::FitInput& in, NodeCount declared) {
     warn(fmt::format("{}: {} row{} with a zero or negative time left out (line{} {})", in.name,
                      untimed.size(), untimed.size() == 1 ? "" : "s", untimed.size() == 1 ? "" : "s",
                      fmt::join(untimed, ", ")));
+  }
+  // Rows whose results nccl-tests found wrong (#wrong >= 1; older versions print a max error
+  // there, below 1 for a correct run), and the same size, type, operation and root timed twice:
+  // the fit takes them as they are.
+  // And a printed algbw that is not size / time (nccl-tests prints both from one measurement,
+  // to two decimals): an edited or damaged row.
+  std::vector<int> wrong;
+  std::vector<int> inconsistent;
+  std::map<std::tuple<std::int64_t, std::string, std::string, int>, int> first_line;
+  std::vector<std::string> repeated;
+  for (const calibrate::NcclTestsRow& row : log.rows) {
+    for (const auto& t : {row.out_of_place, row.in_place}) {
+      if (t && t->wrong && *t->wrong >= 1) {
+        wrong.push_back(row.line);
+        break;
+      }
+    }
+    for (const auto& t : {row.out_of_place, row.in_place}) {
+      if (t && t->time_us > 0) {
+        const double algbw = calibrate::algbw_GBps(row.size_bytes, t->time_us);
+        if (std::abs(t->algbw_GBps - algbw) > std::max(0.02, 0.05 * algbw)) {
+          inconsistent.push_back(row.line);
+          break;
+        }
+      }
+    }
+    const auto [it, fresh] =
+        first_line.emplace(std::tuple{row.size_bytes, row.type, row.redop, row.root}, row.line);
+    if (!fresh) {
+      repeated.push_back(
+          fmt::format("{} B on lines {} and {}", row.size_bytes, it->second, row.line));
+    }
+  }
+  if (!wrong.empty()) {
+    warn(
+        fmt::format("{}: {} row{} failed nccl-tests' own check (#wrong >= 1; line{} {}): the "
+                    "times of a run with wrong results are fitted as they are",
+                    in.name, wrong.size(), wrong.size() == 1 ? "" : "s",
+                    wrong.size() == 1 ? "" : "s", fmt::join(wrong, ", ")));
+  }
+  if (!inconsistent.empty()) {
+    const bool one = inconsistent.size() == 1;
+    warn(
+        fmt::format("{}: {} row{} print{} an algbw that is not size / time (line{} {}): the fit "
+                    "uses the time",
+                    in.name, inconsistent.size(), one ? "" : "s", one ? "s" : "", one ? "" : "s",
+                    fmt::join(inconsistent, ", ")));
+  }
+  if (!repeated.empty()) {
+    warn(
+        fmt::format("{}: the same size, type and operation is timed more than once ({}): every "
+                    "row is fitted, so two runs are mixed",
+                    in.name, fmt::join(repeated, "; ")));
   }
 }
 

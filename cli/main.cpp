@@ -3,10 +3,13 @@
 #include <malloc.h>
 
 #include <boost/program_options/errors.hpp>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "commands.hpp"
@@ -140,7 +143,16 @@ int main(int argc, char** argv) {
   lagom::cli::set_warning_context(cmd->name, strict);
   lagom::install_interrupt_handlers();
   try {
-    return cmd->run(rest);
+    const int rc = cmd->run(rest);
+    // A report lost to a full disk or a closed file is a failure, not a success.
+    std::cout.flush();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout) {
+      const int err = errno;
+      fmt::print(stderr, "lagom {}: error: cannot write to standard output{}{}\n", cmd->name,
+                 err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
+      return lagom::cli::kExitError;
+    }
+    return rc;
   } catch (const lagom::Interrupted&) {
     // Outputs are written whole or not at all (common/files.hpp); what a command keeps on an
     // interrupt it says itself before returning kExitInterrupted.
@@ -153,6 +165,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "lagom {}: {}\nRun 'lagom {} --help' for the options.\n", cmd->name,
                e.what(), cmd->name);
     return lagom::cli::kExitUsage;
+  } catch (const std::system_error& e) {
+    // The environment refused something (fmt's "cannot write to file" on a full disk): not a
+    // fault of lagom's.
+    fmt::print(stderr, "lagom {}: error: {}\n", cmd->name, e.what());
+    return lagom::cli::kExitError;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "lagom {}: error: out of memory\n", cmd->name);
     return lagom::cli::kExitError;

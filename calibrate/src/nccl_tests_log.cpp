@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -382,9 +383,9 @@ class Parser {
                              std::string_view line) {
     auto number = [&](std::size_t i, std::string_view what) {
       auto d = to_double(v[i]);
-      if (!d) {
-        fail(line_no, fmt::format("malformed nccl-tests row: {} '{}' is not a number in '{}'", what,
-                                  v[i], line));
+      if (!d || !std::isfinite(*d)) {  // from_chars reads "nan" and "inf"; a fit cannot use them
+        fail(line_no, fmt::format("malformed nccl-tests row: {} '{}' is not a {}number in '{}'",
+                                  what, v[i], d ? "finite " : "", line));
       }
       return *d;
     };

@@ -2,10 +2,13 @@
 // answered with an unclear error, one table per command. Each row runs `lagom` and states the
 // exit status and what stderr must say; a warning row is also run with --strict, where it must
 // become an error (exit 1) and leave no output file.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,20 @@ void make_catalogue_inputs(const fs::path& dir) {
   fs::copy_file(data_path("workloads/two-rank.json"), dir / "two-rank.json");
   // The same with one metadata line on top and no '---'.
   write_input(dir / "annotated.txt", "collective: all_reduce\n" + header + rows);
+  // A row timed nan; one whose results nccl-tests found wrong; a size timed twice; a row whose
+  // algbw is not size / time.
+  const std::string row_1g =
+      "   268435456      33554432    double     sum      -1   {}  {}  415.88       {}   "
+      "1129.7  237.62  415.83       0\n";
+  write_input(dir / "nan-time.txt", "collective: all_reduce\n" + header + rows +
+                                        fmt::format(fmt::runtime(row_1g), "nan", "237.64", 0));
+  write_input(dir / "wrong.txt", "collective: all_reduce\n" + header + rows +
+                                     fmt::format(fmt::runtime(row_1g), "1129.6", "237.64", 12));
+  write_input(dir / "repeated.txt", "collective: all_reduce\n" + header + rows +
+                                        fmt::format(fmt::runtime(row_1g), "1129.6", "237.64", 0) +
+                                        fmt::format(fmt::runtime(row_1g), "1.0", "268435.46", 0));
+  write_input(dir / "algbw.txt", "collective: all_reduce\n" + header + rows +
+                                     fmt::format(fmt::runtime(row_1g), "1129.6", "999.99", 0));
   // A row timed 0 us.
   write_input(dir / "zero-time.txt",
               "collective: all_reduce\n" + header + rows +
@@ -322,6 +339,26 @@ TEST(BadInputCatalogue, Calibrate) {
        0,
        {"1 row with a zero or negative time left out (line "},
        true},
+      {"a row timed nan",
+       {"calibrate", "check", "--nccl-tests", "{dir}/nan-time.txt@dgx-h100"},
+       1,
+       {"nan-time.txt:7: malformed nccl-tests row: time 'nan' is not a finite number"}},
+      {"a row nccl-tests found wrong",
+       {"calibrate", "check", "--nccl-tests", "{dir}/wrong.txt@dgx-h100"},
+       0,
+       {"1 row failed nccl-tests' own check (#wrong >= 1; line 7)"},
+       true},
+      {"a size timed twice",
+       {"calibrate", "check", "--nccl-tests", "{dir}/repeated.txt@dgx-h100"},
+       0,
+       {"the same size, type and operation is timed more than once (268435456 B on lines 7 "
+        "and 8)"},
+       true},
+      {"an algbw that is not size / time",
+       {"calibrate", "check", "--nccl-tests", "{dir}/algbw.txt@dgx-h100"},
+       0,
+       {"1 row prints an algbw that is not size / time (line 7)"},
+       true},
       {"a directory as the log",
        {"calibrate", "check", "--nccl-tests", "{dir}/a-directory@dgx-h100"},
        1,
@@ -344,6 +381,28 @@ TEST(BadInputCatalogue, Calibrate) {
        1,
        {"--coll all_gather but the log says it measured all_reduce"}},
   });
+}
+
+// A report written to a full device is lost: exit 1 with the reason, for the iostream reports
+// and for fmt's (comm), which reported an internal error.
+TEST(BadInputCatalogue, AReportThatCannotBeWrittenIsAnError) {
+  if (!fs::exists("/dev/full")) {
+    GTEST_SKIP() << "no /dev/full here";
+  }
+  for (const std::string args : {"simulate --workload builtin:fsdp-4gpu --json",
+                                 "comm --coll allreduce --cluster dgx-h100 -b 1M -e 1M"}) {
+    SCOPED_TRACE(args);
+    TempDir tmp;
+    const std::string err = (tmp.path() / "err").string();
+    const int status =
+        std::system((std::string(LAGOM_CLI_PATH) + " " + args + " > /dev/full 2> " + err).c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    std::ifstream in(err);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(contains(text, "No space left on device")) << text;
+    EXPECT_FALSE(contains(text, "internal error")) << text;
+  }
 }
 
 TEST(BadInputCatalogue, Overlap) {

@@ -819,7 +819,8 @@ TEST_F(ChakraTest, WritesWhatChakraConsumersRead) {
          "duration_us": 1}]}]},
     {"rank": 1, "streams": [
       {"stream": "main", "ops": [
-        {"id": "ar1", "kind": "allreduce", "group": "g", "bytes": 4096, "duration_us": 3},
+        {"id": "ar1", "kind": "allreduce", "group": "g", "bytes": 4096, "duration_us": 3,
+         "config": {"algo": "Ring", "nchannels": 2}},
         {"id": "bc1", "kind": "broadcast", "group": "g", "root": 1, "bytes": 8, "duration_us": 1},
         {"id": "r", "kind": "recv", "peer": 0, "bytes": 64, "duration_us": 0.0004}]}]}])",
                                     R"({"g": [1, 0]})");

@@ -1,6 +1,7 @@
 // Matching of collectives and send/recv across ranks, and deadlock detection.
 #include "lagom/traces/execution_graph.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "strings.hpp"
@@ -90,6 +91,30 @@ TEST(ExecutionGraph, DifferentSizesOrRootsAreErrors) {
           {"id": "a1", "kind": "broadcast", "group": "g", "bytes": 8, "root": 1}]}]}])",
                             R"({"g": [0, 1]})");
   EXPECT_TRUE(contains(error_of([&] { analyze(roots); }), "differs in root"));
+}
+
+// The model times an instance by one member's configuration: members that pin different ones
+// (or one pins and another does not) would be timed by whichever member comes first.
+TEST(ExecutionGraph, MembersPinningDifferentConfigsAreAnError) {
+  for (const char* second : {R"(, "config": {"nchannels": 32})", ""}) {
+    Workload w = workload(fmt::format(R"([
+      {{"rank": 0, "streams": [{{"stream": "m", "ops": [
+          {{"id": "a0", "kind": "allreduce", "group": "g", "bytes": 8,
+            "config": {{"nchannels": 1}}}}]}}]}},
+      {{"rank": 1, "streams": [{{"stream": "m", "ops": [
+          {{"id": "a1", "kind": "allreduce", "group": "g", "bytes": 8{}}}]}}]}}])",
+                                      second),
+                          R"({"g": [0, 1]})");
+    EXPECT_TRUE(contains(error_of([&] { analyze(w); }), "pin different NCCL configurations"))
+        << second;
+  }
+  Workload same = workload(R"([
+      {"rank": 0, "streams": [{"stream": "m", "ops": [
+          {"id": "a0", "kind": "allreduce", "group": "g", "bytes": 8, "config": {"algo": "Ring"}}]}]},
+      {"rank": 1, "streams": [{"stream": "m", "ops": [
+          {"id": "a1", "kind": "allreduce", "group": "g", "bytes": 8, "config": {"algo": "Ring"}}]}]}])",
+                           R"({"g": [0, 1]})");
+  EXPECT_NO_THROW(analyze(same));
 }
 
 TEST(ExecutionGraph, CollectivesInCrossedOrderDeadlock) {

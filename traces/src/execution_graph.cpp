@@ -164,6 +164,17 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
             to_string(w.kind(b)), w.bytes(b),
             has_root(w.kind(b)) ? fmt::format(" with root {}", w.peer(b)) : ""));
       }
+      // NCCL's ranks run one configuration per collective; the model times an instance by its
+      // first member's, so members that pin different ones would be timed by whichever is first.
+      const nccl::ConfigOverride* pa = w.pinned_config(a);
+      const nccl::ConfigOverride* pb = w.pinned_config(b);
+      if ((pa == nullptr) != (pb == nullptr) || (pa != nullptr && !(*pa == *pb))) {
+        throw Error(fmt::format(
+            "{}collective #{} on group '{}': {} and {} pin different NCCL configurations (its "
+            "'config'); every member of a collective must give the same one, or none",
+            pre, i - group_first_instance[static_cast<std::size_t>(w.group(a))],
+            w.group_info(w.group(a)).name, w.describe(a), w.describe(b)));
+      }
     }
   }
 
