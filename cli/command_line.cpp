@@ -1,7 +1,14 @@
 // See command_line.hpp.
 #include "command_line.hpp"
 
+#include <fmt/format.h>
+
+#include <boost/any.hpp>
+#include <filesystem>
 #include <iostream>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "lagom/common/error.hpp"
 #include "lagom/common/numbers.hpp"
@@ -9,6 +16,42 @@
 namespace lagom::cli {
 
 namespace po = boost::program_options;
+
+namespace {
+
+// Two outputs of one command written to the same file: the second would replace the first
+// (`tune --out plan.json --csv plan.json` left the CSV), so the command line is refused.
+void refuse_shared_outputs(const po::variables_map& vm) {
+  static constexpr const char* kOutputs[] = {
+      "out", "csv", "csv-ranks", "trace", "export-env", "export-nccl-tuner", "jsonl", "output"};
+  std::vector<std::pair<std::string, std::filesystem::path>> seen;
+  for (const char* name : kOutputs) {
+    const auto it = vm.find(name);
+    if (it == vm.end() || it->second.empty() || it->second.defaulted()) {
+      continue;
+    }
+    const auto* text = boost::any_cast<std::string>(&it->second.value());
+    if (text == nullptr || text->empty() || *text == "-") {
+      continue;
+    }
+    std::error_code ec;
+    std::filesystem::path path = std::filesystem::weakly_canonical(*text, ec);
+    if (ec) {
+      path = std::filesystem::absolute(*text).lexically_normal();
+    }
+    for (const auto& [other, other_path] : seen) {
+      if (other_path == path) {
+        throw po::error(
+            fmt::format("--{} and --{} name the same file '{}': each output needs a "
+                        "file of its own",
+                        other, name, *text));
+      }
+    }
+    seen.emplace_back(name, std::move(path));
+  }
+}
+
+}  // namespace
 
 bool parse_command_line(const std::vector<std::string>& args, const po::options_description& desc,
                         po::variables_map& vm,
@@ -20,6 +63,7 @@ bool parse_command_line(const std::vector<std::string>& args, const po::options_
   }
   po::store(parser.run(), vm);
   po::notify(vm);
+  refuse_shared_outputs(vm);
   if (vm.count("help")) {
     std::cout << desc << "\n"
               << "Every command also takes:\n"

@@ -215,6 +215,10 @@ CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes
   std::int64_t steps = 0;
   double chunk_step_us = 0;  // average overhead per chunk step
   bool pipelined = false;
+  // What one pipeline stage moves per channel: a chunk, or for NVLS and NVLSTree a chunk per
+  // head, since every loop of their kernels advances nHeads x chunk per channel (each local GPU
+  // heads a slice; nccl@v2.28.9 src/device/all_reduce.h, loopCount = nHeads * chunkCount).
+  double stage = C;
   const bool multi = path != nullptr ? path->crosses_network : nodes > 1;
   const double intra_chunk = intra.proto(proto).chunk_us.value;
   const double net_chunk = net.proto(proto).chunk_us.value;
@@ -318,7 +322,8 @@ CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes
       hop_us = d_intra * (cp.nvls_step_us.value + ports.intra_latency_us) +
                d_net * (net_step + traffic.network().net_latency_us);
       chunk_step_us = (d_intra * cp.nvls_chunk_us.value + d_net * net_chunk) / depth;
-      steps = std::max<std::int64_t>(1, ceil_div(per_channel, C)) + depth - 1;
+      stage = C * std::max(1, ppn);  // the NVLS graph has a head per local GPU
+      steps = std::max<std::int64_t>(1, ceil_div(per_channel, stage)) + depth - 1;
       pipelined = true;
       break;
     }
@@ -371,24 +376,10 @@ CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes
       const std::int64_t per_peer = std::max<std::int64_t>(1, ceil_div(share, C));
       steps = per_peer * std::max<std::int64_t>(1, ceil_div(n - 1, nc));
     } else {
-      // The sender's path to the receiver (estimate_p2p); without one, a two-rank communicator's
-      // path, or in a larger one the worst neighbour hop of nccl-tests' sendrecv, where every
-      // rank sends to the next at once: the ring's inside a node; across nodes the first pair of
-      // neighbours on different nodes, whose send leaves through one NIC (the network pattern
-      // would spread it over every NIC of the node).
-      const std::span<const int> r = traffic.ranks();
-      topologies::Footprint pair;
-      if (path == nullptr && (n == 2 || multi)) {
-        std::size_t i = 0;
-        const topologies::Cluster& cl = traffic.cluster();
-        while (n > 2 && i + 1 < r.size() && cl.locate(r[i]).node == cl.locate(r[i + 1]).node) {
-          ++i;
-        }
-        pair = traffic.pair(r[i], r[(i + 1) % r.size()]);
-      }
-      const topologies::Footprint& f = path != nullptr   ? *path
-                                       : n == 2 || multi ? pair
-                                                         : traffic.ring();
+      // The sender's path to the receiver (estimate_p2p); without one, nccl-tests' sendrecv, where
+      // every rank sends to the next at once, each send on its own path (across nodes through
+      // one NIC: the network pattern spread it over every NIC of the node).
+      const topologies::Footprint& f = path != nullptr ? *path : traffic.shift();
       add_links(f, S, w);
       add_channels(S, multi);
       hops(1, multi ? 1 : 0, f);
@@ -432,7 +423,7 @@ CollectiveEstimate CollectiveModel::plan(nccl::CollKind kind, std::int64_t bytes
     // resource binds. (It was chunk over the binding resource's capacity per channel, which
     // mixed units when a link bound: a link's bytes are the busiest link's, not the channel's
     // payload, so the fill came out 8x too long on a DGX's eight NICs.)
-    const double chunk = std::min(C, per_channel);
+    const double chunk = std::min(stage, per_channel);
     e.fill_us = (depth - 1) * e.transfer_us * chunk / per_channel;
   }
   e.time_us = e.launch_us + e.hop_us + e.sync_us + e.transfer_us + e.fill_us;

@@ -202,7 +202,7 @@ TEST(CollectiveModel, NcclDefaultsGetFasterOnlyWhereNcclSwitchesConfig) {
 //    AllToAll at 256 vs 512 KiB; Send/Recv 1 MiB (LL) vs 2 MiB (Simple) on H100 and A100, 32 vs
 //    64 KiB on A40; on 2 x 8 H100 AllReduce at 256 KiB (Tree/LL) vs 512 KiB (Tree/LL128) and
 //    2 MiB (Tree/LL128) vs 4 MiB (NVLSTree);
-//  * the pipeline fill (depth - 1) * C / channel_rate is charged at chunk granularity for LL and
+//  * the pipeline fill, (depth - 1) chunk times, is charged at chunk granularity for LL and
 //    LL128 too, although those protocols forward every 16-byte (LL) or 128-byte (LL128) line as
 //    soon as it arrives. On 2 x 8 H100 a chain Broadcast/Reduce of 32 KiB (one 32 KiB chunk
 //    through 15 hops, LL at 256 threads: 1.5 GB/s per channel) is charged about 300 us of fill,
@@ -453,6 +453,7 @@ struct PipelineCase {
   int depth;      // hops a chunk crosses one after another (collective_model.hpp)
   double step_u;  // overhead of one chunk step, averaged over the hops
   std::vector<Resource> resources;
+  int heads = 1;  // NVLS: each pipeline stage moves a chunk per head (one head per local GPU)
 };
 
 void check_pipeline(const PipelineCase& pc, std::int64_t S) {
@@ -472,7 +473,8 @@ void check_pipeline(const PipelineCase& pc, std::int64_t S) {
   const double rate_GBps = worst->capacity_GBps / (c.nchannels * worst->bytes_per_S);
   const double nc = c.nchannels;
   const double best =
-      std::sqrt(pc.step_u * static_cast<double>(S) * rate_GBps * 1e3 / (nc * (pc.depth - 1)));
+      std::sqrt(pc.step_u * static_cast<double>(S) * rate_GBps * 1e3 / (nc * (pc.depth - 1))) /
+      pc.heads;
   // C* rounded to a power of two, as chunk sizes are.
   const auto moderate = static_cast<std::int64_t>(std::exp2(std::round(std::log2(best))));
   const std::int64_t tiny = 512;
@@ -480,8 +482,8 @@ void check_pipeline(const PipelineCase& pc, std::int64_t S) {
   ASSERT_LT(tiny, moderate) << what;
   ASSERT_LT(moderate, whole) << what;
   auto steps = [&](std::int64_t C) {
-    return static_cast<std::int64_t>(
-               std::ceil(static_cast<double>(S) / static_cast<double>(c.nchannels * C))) +
+    return static_cast<std::int64_t>(std::ceil(static_cast<double>(S) /
+                                               static_cast<double>(c.nchannels * C * pc.heads))) +
            pc.depth - 1;
   };
   std::vector<double> time;
@@ -491,8 +493,8 @@ void check_pipeline(const PipelineCase& pc, std::int64_t S) {
     EXPECT_EQ(e.sync_steps, steps(C)) << what << " C=" << C;
     EXPECT_NEAR(e.sync_us, static_cast<double>(steps(C)) * pc.step_u, 1e-9 * e.time_us)
         << what << " C=" << C;
-    EXPECT_NEAR(e.fill_us, (pc.depth - 1) * static_cast<double>(C) / (rate_GBps * 1e3),
-                1e-9 * e.time_us)
+    const double stage = std::min(static_cast<double>(C) * pc.heads, static_cast<double>(whole));
+    EXPECT_NEAR(e.fill_us, (pc.depth - 1) * stage / (rate_GBps * 1e3), 1e-9 * e.time_us)
         << what << " C=" << C;
     time.push_back(e.time_us);
   }
@@ -523,7 +525,8 @@ TEST(CollectiveModel, ChunkSizeHasAnOptimumForPipelinedAlgorithms) {
                     2,
                     cp.nvls_chunk_us.value,
                     {{1.0, s.comm.intra_bw_GBps * cp.nvls_efficiency.value},
-                     {1.0, c.nchannels * simple.channel_GBps.value * threads_share(c, simple)}}},
+                     {1.0, c.nchannels * simple.channel_GBps.value * threads_share(c, simple)}},
+                    s.comm.ranks_per_node_max},
                    S);
   }
   // Chain Broadcast, one H100 node: n - 1 NVLink hops, S through each GPU's link

@@ -165,6 +165,16 @@ std::vector<double> answers(const topologies::Cluster& c, const hardware::Hardwa
   all_pairs(node0);
   all_pairs({0, 1});
   all_pairs({0, c.gpus_per_node()});
+  // Across nodes and rails (GPU 0 to the next node's GPU 1: no PXN proxy in the communicator),
+  // through the fabric's spine on a rail-optimized one. One such flow rarely binds at the spine,
+  // but the contention model loads every link of its footprint: those loads are answers too.
+  all_pairs({0, c.gpus_per_node() + 1});
+  const int far = c.gpus_per_node() + 1;
+  const std::vector<int> pair = {0, far};
+  const topologies::CommunicatorInfo cross = topologies::describe_communicator(c, pair);
+  for (const topologies::LinkLoad& l : cross.traffic->pair(0, far).loads) {
+    out.push_back(l.per_byte / c.link(l.link).bandwidth_GBps);
+  }
   for (CollKind kind : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
                         CollKind::kAllToAll, CollKind::kBroadcast}) {
     for (std::int64_t s :

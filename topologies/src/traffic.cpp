@@ -141,6 +141,10 @@ const Footprint& CommunicatorTraffic::all_to_all() const {
   return get(kAllToAll);
 }
 
+const Footprint& CommunicatorTraffic::shift() const {
+  return get(kShift);
+}
+
 const Footprint& CommunicatorTraffic::get(Which w) const {
   std::call_once(once_[w], [&] { cache_[w] = build(w); });
   return cache_[w];
@@ -286,6 +290,17 @@ Footprint CommunicatorTraffic::build(Which w) const {
             acc.intra_latency_us = std::max(acc.intra_latency_us, e.latency_us);
           }
         }
+      }
+      break;
+    case kShift:
+      for (std::size_t i = 0; ranks_.size() > 1 && i < ranks_.size(); ++i) {
+        const Footprint f = pair(ranks_[i], ranks_[(i + 1) % ranks_.size()]);
+        for (const LinkLoad& l : f.loads) {
+          acc.add(l.link, l.dir, l.per_byte);
+        }
+        acc.network = acc.network || f.crosses_network;
+        acc.intra_latency_us = std::max(acc.intra_latency_us, f.intra_latency_us);
+        acc.net_latency_us = std::max(acc.net_latency_us, f.net_latency_us);
       }
       break;
     case kAllToAll: {

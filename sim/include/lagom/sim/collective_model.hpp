@@ -8,7 +8,7 @@
 //     + sum over critical-path hops of step(link, proto)            (hop latency, paid once)
 //     + chunk_steps * chunk(link, proto)                            (per-chunk-step overhead)
 //     + max over resources r of V_r / (w(proto) * capacity_r)       (bytes through bottleneck)
-//     + (depth - 1) * transfer * chunk / (S / nc)                   (Simple's pipeline fill)
+//     + (depth - 1) * transfer * stage / (S / nc)                   (Simple's pipeline fill)
 //
 //  * Resources: the GPU's intra-node link (NVLink/PCIe per direction, times the profile's link
 //    efficiency; the NVSwitch multicast path times nvls_efficiency for NVLS), the node's network
@@ -25,10 +25,11 @@
 //    + 2 log2 N; NVLS 2 (AllReduce) or 1 through the switch.
 //  * chunk_steps: Ring runs ceil(S / (nc * n * C)) loops of 2(n-1) (AllReduce) or n-1 chunk
 //    steps; pipelined algorithms (chain, Tree, NVLS, CollNet) run L + depth - 1 stages for
-//    L = ceil(S / (nc * C)) chunks through `depth` hops.
+//    L = ceil(S / (nc * stage)) stages through `depth` hops; a stage is C, or C x heads for NVLS
+//    and NVLSTree (their kernels advance a channel by a chunk per head, a head per local GPU).
 //  * C is the chunk size in payload bytes (clamped to a channel's share of the message).
-//  * Fill: the S / (nc C) chunks of a channel stream in `transfer`, one chunk time each; the
-//    first crosses depth - 1 stages before the last one streams, whichever resource binds.
+//  * Fill: the L stages of a channel stream in `transfer`, one stage time each; the first
+//    crosses depth - 1 hops before the last one streams, whichever resource binds.
 // Channel count and chunk size therefore have non-monotonic effects: more channels add launch
 // cost and stop adding bandwidth at the link limit; smaller chunks add steps, larger chunks add
 // pipeline fill (NVLS, Tree, chain).

@@ -25,6 +25,7 @@
 //  * all_to_all: every rank sends U/n to every other rank (n-1 shares: intra-node pairs by their
 //    routes, remote ones through a NIC of the sender's node and the receiver's own NIC).
 //  * pair(a, b): U from a to b along Cluster::path.
+//  * shift: every rank sends U to the next in communicator order (the pairs of pair()).
 // Sends between nodes (all_to_all, pair: NCCL's point-to-point) follow PXN, on by default since
 // NCCL 2.12 (NCCL_P2P_PXN_LEVEL 2; off with NCCL_PXN_DISABLE=1 in the cluster's nccl_env): a send
 // from local GPU g to a GPU of local index d on another node goes over NVLink to local GPU d
@@ -79,6 +80,9 @@ class CommunicatorTraffic {
   const Footprint& nvls_up() const;    // GPU -> switch only
   const Footprint& nvls_down() const;  // switch -> GPU only
   const Footprint& all_to_all() const;
+  // Every rank sends U to the next in communicator order, the last to the first (nccl-tests'
+  // sendrecv), each send on its own path as pair() routes it.
+  const Footprint& shift() const;
   // U from `from` to `to` (cluster ranks); not cached.
   Footprint pair(int from, int to) const;
 
@@ -92,7 +96,18 @@ class CommunicatorTraffic {
   int send_via(int node, int g, int d) const;
   int send_via(const std::vector<int>& locals, int g, int d) const;  // `node`'s members
 
-  enum Which { kRing, kNetwork, kChain, kTree, kNvls, kNvlsUp, kNvlsDown, kAllToAll, kCount };
+  enum Which {
+    kRing,
+    kNetwork,
+    kChain,
+    kTree,
+    kNvls,
+    kNvlsUp,
+    kNvlsDown,
+    kAllToAll,
+    kShift,
+    kCount
+  };
   const Footprint& get(Which w) const;
   Footprint build(Which w) const;
 
