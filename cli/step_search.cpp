@@ -25,11 +25,9 @@ namespace po = boost::program_options;
 namespace {
 
 void add_tune_options(po::options_description& desc, TuneOptions& t) {
-  desc.add_options()(
-      "budget",
-      integer_option(&t.budget, "--budget", 0, 1000000000, "evaluations; 0: the method's default"),
-      "evaluations (simulations) at most; default per method: autoccl 2000, "
-      "lagom 1000, random 200, exhaustive 100000")(
+  desc.add_options()("budget", integer_option(&t.budget, "--budget", 1, 1000000000, "evaluations"),
+                     "evaluations (simulations) at most; default per method: autoccl 2000, "
+                     "lagom 1000, random 200, exhaustive 100000")(
       "seed",
       integer_option(&t.seed, "--seed", 0, std::numeric_limits<std::int64_t>::max(), {})
           ->default_value("1"),

@@ -1267,6 +1267,14 @@ int check_step(const ModelSpec& m, const Parallelism& p, const TrainingConfig& c
   if (m.heads % p.tp != 0) {
     fail(fmt::format("tp={} does not divide the {} attention heads", p.tp, m.heads));
   }
+  // Sequence parallelism splits each sequence's tokens over the TP ranks; Megatron-LM asserts
+  // that they divide.
+  if (p.sp && seq % p.tp != 0) {
+    fail(
+        fmt::format("sp with tp={} needs the sequence ({} tokens) to divide by tp (Megatron-LM "
+                    "splits its tokens over the tensor-parallel ranks)",
+                    p.tp, seq));
+  }
   // Megatron-LM shards whole key/value head groups (num_query_groups divisible by the TP size)
   // and refuses the rest; replicating KV heads over TP ranks is an inference engine's trick.
   if (m.kv_heads % p.tp != 0) {

@@ -166,6 +166,21 @@ TEST(BadInputCatalogue, Simulate) {
                  kCatalogueLlama),
        1,
        {"it is a directory, not a file"}},
+      {"sequence parallelism over a sequence tp does not divide",
+       {"simulate", "--model", "phi-2", "--cluster", "dgx-h100", "--parallel", "tp=8,sp", "--seq",
+        "12"},
+       1,
+       {"sp with tp=8 needs the sequence (12 tokens) to divide by tp"}},
+      {"a search budget of 0 evaluations",
+       args_with({"tune", "--parallel", "fsdp=8", "--budget", "0"}, kCatalogueLlama),
+       2,
+       {"--budget: expected an integer from 1 to 1000000000 (evaluations), got '0'"}},
+      {"two outputs in one file",
+       args_with({"tune", "--parallel", "fsdp=8", "--method", "nccl", "--out", "{dir}/p.json",
+                  "--csv", "{dir}/p.json"},
+                 kCatalogueLlama),
+       2,
+       {"--out and --csv name the same file '{dir}/p.json'"}},
   });
 }
 

@@ -398,8 +398,7 @@ const TuneBadCase kTuneBadCases[] = {
     {"negative budget",
      cmd("tune", {"--budget", "-3"}),
      2,
-     {"--budget: expected an integer from 0 to 1000000000 (evaluations; 0: the method's default), "
-      "got '-3'"}},
+     {"--budget: expected an integer from 1 to 1000000000 (evaluations), got '-3'"}},
     {"lr scale out of range", cmd("tune", {"--lagom-lr-scale", "0"}), 2, {"--lagom-lr-scale"}},
     {"no threads", cmd("compare", {"-j", "0"}), 2, {"-j: expected an integer from 1 to 1024"}},
     {"threads beyond the memory limit",
