@@ -213,8 +213,8 @@ void print_rows(const std::vector<calibrate::FitRow>& rows, bool fitted, bool ma
       if (markdown) {
         fmt::print(
             "### {}\n\n| size | NCCL's config | measured us | predicted us | error | "
-            "measured busbw GB/s | predicted busbw GB/s |\n|---:|---|---:|---:|---:|---:|"
-            "---:|\n",
+            "measured busbw GB/s | predicted busbw GB/s | NCCL's model us | NCCL's model error "
+            "|\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
             r.log);
       } else {
         fmt::print("# {}\n# {:>12} {:<44} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8}\n", r.log, "size",
