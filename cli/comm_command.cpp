@@ -21,6 +21,7 @@
 #include "lagom/topologies/communicator.hpp"
 #include "lagom/topologies/nccl_comm_info.hpp"
 #include "report.hpp"
+#include "warnings.hpp"
 
 namespace lagom::cli {
 
@@ -151,12 +152,23 @@ int comm_command(const std::vector<std::string>& args) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::vector<std::string> lines;
   double last_fixed_share = 0;
+  const int sms = static_cast<int>(h.profile.gpu.sms.value);
+  bool warned_sms = false;
   for (std::int64_t size = min_bytes;; size *= factor) {
     nccl::CommConfig cfg;
     try {
       cfg = nccl::resolve_config(tables, *kind, size, pin);
     } catch (const Error& e) {
       throw Error(fmt::format("at {} bytes: {}", size, e.what()));
+    }
+    // One CTA per channel, each on an SM of its own: more channels than SMs cannot all run at
+    // once (simulate says so too); the model times them as if they did.
+    if (!warned_sms && sms > 0 && cfg.nchannels > sms) {
+      warned_sms = true;
+      warn(
+          fmt::format("{} channels at {} bytes: more NCCL CTAs than the GPU's {} SMs (gpu.sms), "
+                      "which cannot all run at once; the time assumes they do",
+                      cfg.nchannels, size, sms));
     }
     const sim::CollectiveEstimate e = model.estimate(*kind, size, cfg);
     const double algbw = e.time_us > 0 ? static_cast<double>(size) / (e.time_us * 1e3) : 0.0;

@@ -31,7 +31,10 @@ void refuse_shared_outputs(const po::variables_map& vm) {
       continue;
     }
     const auto* text = boost::any_cast<std::string>(&it->second.value());
-    if (text == nullptr || text->empty() || *text == "-") {
+    if (text != nullptr && text->empty()) {
+      throw po::error(fmt::format("--{}: an empty file name (it would write nothing)", name));
+    }
+    if (text == nullptr || *text == "-") {
       continue;
     }
     std::error_code ec;

@@ -12,6 +12,7 @@
 #include "lagom/models/model_spec.hpp"
 #include "lagom/models/placement.hpp"
 #include "memory_budget.hpp"
+#include "warnings.hpp"
 
 namespace lagom::cli {
 
@@ -169,6 +170,15 @@ models::GeneratedStep generate_from_options(const ModelOptions& opts, int gpus, 
   check_generated_step(
       size, fmt::format("{} with {}, gbs {}", p.model.name, models::to_string(p.par), p.cfg.gbs));
   models::GeneratedStep step = models::generate_step(p.model, p.par, p.cfg, opts.gpu_memory_bytes);
+  // Fewer micro-batches than stages: the pipeline never fills, and most of each stage's step is
+  // bubble. Legal, and what a planner seldom means.
+  if (p.par.pp > 1 && step.figures.micro_batches < p.par.pp) {
+    warn(
+        fmt::format("{} micro-batch{} per step on pp={} stages: the pipeline never fills (raise "
+                    "--gbs or lower --mbs to have at least {})",
+                    step.figures.micro_batches, step.figures.micro_batches == 1 ? "" : "es",
+                    p.par.pp, p.par.pp));
+  }
   if (!opts.placement.empty()) {
     step.description += fmt::format("; ranks placed by {}", opts.placement);
   }

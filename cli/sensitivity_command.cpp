@@ -2,6 +2,7 @@
 // scaled (0.5x and 1.5x by default) and shows how the step and each method's speedup move, so a
 // reader can see which conclusions rest on a guess.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -119,6 +120,22 @@ int sensitivity_command(const std::vector<std::string>& args) {
   const bool contention = !vm.count("no-contention");
   SearchSetup s = setup_search(input, hw, mo, t, vm);
   const hardware::HardwareProfile base = s.step->hardware->profile;
+  if (!only.empty()) {
+    // An --only that matches no prior would print an empty table as if nothing mattered.
+    hardware::HardwareProfile copy = base;
+    std::vector<std::string> priors;
+    bool any = false;
+    for (const hardware::ProfileField& f : hardware::profile_fields(copy)) {
+      if (hardware::is_prior(*f.number)) {
+        any = any || f.path.find(only) != std::string::npos;
+        priors.push_back(f.path);
+      }
+    }
+    if (!any) {
+      throw Error(fmt::format("--only '{}' matches no prior of profile '{}' (its priors: {})", only,
+                              base.name, fmt::join(priors, ", ")));
+    }
+  }
   const Outcome baseline = run(s, base, t, ms, contention);
 
   std::vector<Row> rows;
