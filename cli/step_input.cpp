@@ -166,6 +166,9 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
                           "fnv1a64:" + hex64(fnv1a64(s.generated))};
   } else {
     s.in = load_workload_input(input, vm);
+    if (s.in.workload.op_count() == 0) {
+      warn(fmt::format("{} has no ops: its step time is 0", s.in.source));
+    }
   }
   if (s.hardware && !from_model) {
     // A folded workload file on an oversubscribed fabric: the replicas it stands for would share

@@ -81,6 +81,9 @@ void make_catalogue_inputs(const fs::path& dir) {
                                         fmt::format(fmt::runtime(row_1g), "1.0", "268435.46", 0));
   write_input(dir / "algbw.txt", "collective: all_reduce\n" + header + rows +
                                      fmt::format(fmt::runtime(row_1g), "1129.6", "999.99", 0));
+  write_input(dir / "no-ops.json",
+              R"({"format": "lagom.workload", "version": 1, "ranks": [{"rank": 0, "streams": )"
+              R"([{"stream": "s", "ops": []}]}]})");
   // A row timed 0 us.
   write_input(dir / "zero-time.txt",
               "collective: all_reduce\n" + header + rows +
@@ -180,6 +183,11 @@ TEST(BadInputCatalogue, Simulate) {
         "dgx-h100"},
        0,
        {"2 micro-batches per step on pp=8 stages: the pipeline never fills"},
+       true},
+      {"a workload of no ops",
+       {"simulate", "--workload", "{dir}/no-ops.json"},
+       0,
+       {"no-ops.json has no ops: its step time is 0"},
        true},
       {"an empty output file name",
        {"simulate", "--workload", "builtin:fsdp-4gpu", "--trace", ""},
