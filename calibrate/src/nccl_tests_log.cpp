@@ -149,6 +149,10 @@ std::optional<int> leading_int(std::string_view text) {
   return n == 0 ? std::nullopt : to_int<int>(text.substr(0, n));
 }
 
+// Bounds on what a header may claim: threads or GPUs per process, and ranks in all.
+constexpr std::int64_t kMaxPerProcess = 1 << 20;
+constexpr std::int64_t kMaxRanks = 1 << 30;
+
 class Parser {
  public:
   Parser(std::string_view text, std::string_view source) : text_(text) { log_.source = source; }
@@ -327,10 +331,15 @@ class Parser {
     for (std::size_t i = 0; i < tok.size(); ++i) {
       const std::string_view k = tok[i];
       const std::string_view prev = i > 0 ? tok[i - 1] : std::string_view();
-      if (k == "nThread") {
-        h.nthreads = static_cast<int>(int_after(i));
-      } else if (k == "nGpus") {
-        h.ngpus = static_cast<int>(int_after(i));
+      if (k == "nThread" || k == "nGpus") {
+        // Threads and GPUs per process: their product is ranks per process (fuzzing found
+        // 33554432 x 27814 overflowing int).
+        const std::int64_t v = int_after(i);
+        if (v < 0 || v > kMaxPerProcess) {
+          fail(line_no,
+               fmt::format("'# nThread' header: {} {} is not from 0 to {}", k, v, kMaxPerProcess));
+        }
+        (k == "nThread" ? h.nthreads : h.ngpus) = static_cast<int>(v);
       } else if (k == "minBytes") {
         h.min_bytes = int_after(i);
       } else if (k == "maxBytes") {
@@ -497,13 +506,21 @@ class Parser {
       log_.nodes = static_cast<int>(hosts.size());
     }
     auto per_node = log_.meta("gpus_per_node");
+    std::int64_t ranks = 0;
     if (per_node && leading_int(*per_node) && log_.nodes > 0) {
-      log_.nranks = *leading_int(*per_node) * log_.nodes;
+      ranks = std::int64_t{*leading_int(*per_node)} * log_.nodes;
     } else if (!log_.devices.empty()) {
-      log_.nranks = static_cast<int>(log_.devices.size());
+      ranks = static_cast<std::int64_t>(log_.devices.size());
     } else if (log_.run) {
-      log_.nranks = log_.run->nthreads * log_.run->ngpus;
+      ranks = std::int64_t{log_.run->nthreads} * log_.run->ngpus;
     }
+    if (ranks > kMaxRanks) {
+      throw Error(
+          fmt::format("{}: the log describes {} ranks (gpus_per_node x nodes, or nThread "
+                      "x nGpus); at most {} are supported",
+                      log_.source, ranks, kMaxRanks));
+    }
+    log_.nranks = static_cast<int>(ranks);
   }
 
   std::string_view text_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "lagom/common/error.hpp"
@@ -205,6 +206,45 @@ node1:4321:4400 [0] NCCL INFO Channel 00/24 : 0 1 2 3
 #
 # Collective test concluded: all_reduce_perf
 )";
+
+// A header's counts are bounded before they multiply: fuzzing found nThread 33554432 x nGpus
+// 27814 overflowing int (tests/data/fuzz/nccl_tests_log/header-ranks-overflow.txt).
+TEST(NcclTestsLog, HeaderCountsAreBoundedBeforeTheyMultiply) {
+  const std::string raw(kRawRun);
+  const std::string from = "# nThread 1 nGpus 2 ";
+  ASSERT_NE(raw.find(from), std::string::npos);
+  auto with = [&](const std::string& header) {
+    std::string t = raw;
+    t.replace(t.find(from), from.size(), header);
+    // Without device lines the header alone gives the rank count.
+    std::string out;
+    std::istringstream in(t);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("Rank ") == std::string::npos || line.find("Pid") == std::string::npos) {
+        out += line + "\n";
+      }
+    }
+    return out;
+  };
+  try {
+    (void)parse_nccl_tests_log(with("# nThread 33554432 nGpus 27814 "), "big.log");
+    FAIL() << "accepted 33554432 threads per process";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("big.log:3: '# nThread' header: nThread 33554432 is not "
+                                         "from 0 to 1048576"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    (void)parse_nccl_tests_log(with("# nThread 1048576 nGpus 1048576 "), "many.log");
+    FAIL() << "accepted 2^40 ranks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("many.log: the log describes 1099511627776 ranks"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(parse_nccl_tests_log(with("# nThread 2 nGpus 4 "), "ok.log").nranks, 8);
+}
 
 TEST(NcclTestsLog, RawOutputParses) {
   const NcclTestsLog log = parse_nccl_tests_log(kRawRun, "raw.log");
