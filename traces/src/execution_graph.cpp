@@ -168,7 +168,7 @@ ExecutionGraph analyze(const Workload& w, std::string_view where) {
       // first member's, so members that pin different ones would be timed by whichever is first.
       const nccl::ConfigOverride* pa = w.pinned_config(a);
       const nccl::ConfigOverride* pb = w.pinned_config(b);
-      if ((pa == nullptr) != (pb == nullptr) || (pa != nullptr && !(*pa == *pb))) {
+      if ((pa == nullptr) != (pb == nullptr) || (pa != nullptr && *pa != *pb)) {
         throw Error(fmt::format(
             "{}collective #{} on group '{}': {} and {} pin different NCCL configurations (its "
             "'config'); every member of a collective must give the same one, or none",
