@@ -4,8 +4,9 @@
 # examples and test inputs, fuzz/seeds/<target>, past findings in tests/data/fuzz/<target>),
 # keeps what it finds in BUILD_DIR/fuzz-corpus/<target>, and writes a crashing input to
 # BUILD_DIR/fuzz-findings/. With FUZZ_RUNS=N in the environment a target stops after N runs
-# (SECONDS still caps it). Prints one line per target: runs,
-# runs/s, coverage (edges), features, corpus size. Exit status 1 when any target found something.
+# (SECONDS still caps it); FUZZ_TIMEOUT=S changes the per-input hang limit (10 s; raise it for
+# campaigns that share the machine with builds, whose load can stretch one input past 10 s).
+# Prints one line per target: runs, runs/s, coverage (edges), features, corpus size. Exit status 1 when any target found something.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
@@ -35,7 +36,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$findings"
   read -r _ dict seeds <<< "$(line_of "$t")"
   [ -d tests/data/fuzz/"$t" ] && seeds="$seeds tests/data/fuzz/$t"
-  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536
+  args=(-max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=65536
         -print_final_stats=1 -artifact_prefix="$findings/$t-")
   [ -n "${FUZZ_RUNS:-}" ] && args+=(-runs="$FUZZ_RUNS")
   [ "$dict" != - ] && args+=(-dict="$dict")
