@@ -5,8 +5,9 @@
 # keeps what it finds in BUILD_DIR/fuzz-corpus/<target>, and writes a crashing input to
 # BUILD_DIR/fuzz-findings/. With FUZZ_RUNS=N in the environment a target stops after N runs
 # (SECONDS still caps it); FUZZ_TIMEOUT=S changes the per-input hang limit (10 s; raise it for
-# campaigns that share the machine with builds, whose load can stretch one input past 10 s).
-# Prints one line per target: runs, runs/s, coverage (edges), features, corpus size. Exit status 1 when any target found something.
+# campaigns sharing the machine with a build, whose load can stretch one input past 10 s).
+# Prints one line per target: runs, runs/s, coverage (edges), features, corpus size.
+# Exit status 1 when any target found something.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
