@@ -26,6 +26,7 @@ struct TuneOptions {
   double lagom_min_gain = 0.002;
   bool lagom_no_step_guard = false;
   bool lagom_no_park = false;
+  bool lagom_no_switch = false;
   bool lagom_no_hidden_stop = false;
   int autoccl_pretrain = 20;
   int autoccl_train = 50;

@@ -23,7 +23,11 @@
 // another class moves, then tries again (with parking off it ends). A step after which the
 // communication of the class's overlap groups is hidden (X < Y) is kept and ends it (condition
 // 1; SearchOptions::lagom_hidden_stop turns it off for the ablation); a kept step
-// sets H = (Y' - Y) / (x - x'). Every class is placed at minimum resources (in step order) before
+// sets H = (Y' - Y) / (x - x'). A class whose walk would end (no move gains, or every resource
+// at its maximum) first tries each subspace it has not walked in, once, at its channels and
+// threads and that subspace's smallest chunk; the fastest that gains as a move must is a kept
+// step, and the walk goes on there (SearchOptions::lagom_switch; our addition: the paper does
+// not say how its walk reaches a subspace that wins only with more resources than NCCL's). Every class is placed at minimum resources (in step order) before
 // any grows: the placement leaves H at its initial 0.01, and ties on H would otherwise send the
 // first class on growing while the others still run NCCL's choice.
 #include <algorithm>
@@ -46,6 +50,7 @@ struct Walk {
   bool parked = false;
   double h = 0.01;
   std::array<double, 3> lr{0, 0, 0};  // per axis (lock-step uses lr[0] for all)
+  std::vector<bool> entered;           // the subspaces this class has walked in
 };
 
 int step_points(const SearchOptions& o, double lr, int size) {
@@ -126,6 +131,17 @@ void unpark(std::vector<Walk>& ws) {
   }
 }
 
+// Where class c lands when it leaves its walk's end `from` for subspace `sub`: the same number
+// of channels and threads (the nearest on that grid), the subspace's smallest chunk (the walk
+// then grows it, as from a placement).
+Point switch_point(const CollClass& c, const Point& from, int sub) {
+  const Subspace& a = c.subspaces[static_cast<std::size_t>(from.sub)];
+  const Subspace& b = c.subspaces[static_cast<std::size_t>(sub)];
+  return Point{sub,
+               {nearest(b.channels, a.channels[static_cast<std::size_t>(from.idx[0])]),
+                nearest(b.threads, a.threads[static_cast<std::size_t>(from.idx[1])]), 0}};
+}
+
 // A move of one class: its grid indices and the axis moved (-1: every axis at once).
 using Move = std::pair<std::array<int, 3>, int>;
 
@@ -178,6 +194,10 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
   // Placement: every class in turn at minimum resources, each evaluation with the classes before
   // it placed. What each places does not depend on the evaluations before it, so they are
   // simulated together.
+  for (std::size_t j = 0; j < n; ++j) {
+    ws[j].entered.assign(run.classes()[j].subspaces.size(), false);
+    ws[j].entered[static_cast<std::size_t>(ws[j].sub)] = true;
+  }
   std::vector<Configs> placements;
   for (std::size_t j = 0; j < n && static_cast<std::int64_t>(j) < run.room(1000); ++j) {
     cfg[j] = config_of(run.classes()[j], Point{ws[j].sub, ws[j].idx});
@@ -261,6 +281,60 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
         }
       }
     };
+    // The class's walk would end here. Before it does, each subspace it has not walked in is
+    // tried at its resources (switch_point), one evaluation each and each once: the fastest that
+    // shortens its communication by more than min_gain without lengthening the step is taken,
+    // and the walk goes on there (a subspace that only wins with more resources than NCCL's, as
+    // Tree does on the TP steps, is out of reach of a walk that picked its subspace at NCCL's).
+    const auto try_switch = [&]() {
+      if (!o.lagom_switch) {
+        return false;
+      }
+      std::vector<Point> points;
+      for (std::size_t r = 0; r < c.subspaces.size(); ++r) {
+        if (!w.entered[r]) {
+          points.push_back(switch_point(c, Point{w.sub, w.idx}, static_cast<int>(r)));
+        }
+      }
+      points.resize(std::min<std::size_t>(points.size(), static_cast<std::size_t>(run.room(1000))));
+      if (points.empty()) {
+        return false;
+      }
+      std::vector<Configs> batch;
+      for (const Point& p : points) {
+        cfg[j] = config_of(c, p);
+        batch.push_back(cfg);
+        w.entered[static_cast<std::size_t>(p.sub)] = true;
+      }
+      cfg[j] = before;
+      std::vector<Evaluation> es = run.evaluate_all(batch);
+      std::optional<std::size_t> pick;
+      for (std::size_t k = 0; k < es.size(); ++k) {
+        const Evaluation& e = es[k];
+        if (e.comm_us[j] < x * (1 - o.lagom_min_gain) &&
+            !(o.lagom_step_guard && e.step_time > accepted.step_time) &&
+            (!pick || e.step_time < es[*pick].step_time)) {
+          pick = k;
+        }
+      }
+      if (!pick) {
+        return false;
+      }
+      const Evaluation& e = es[*pick];
+      cfg[j] = config_of(c, points[*pick]);
+      w.sub = points[*pick].sub;
+      w.idx = points[*pick].idx;
+      w.lr = {0, 0, 0};
+      if (o.lagom_hidden_stop && e.group_comm_us[j] < e.group_compute_us[j]) {
+        w.done = true;
+      } else {
+        w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - e.comm_us[j]);
+      }
+      accepted = e;
+      run.record_step(j);
+      unpark(ws);
+      return true;
+    };
     const bool speculate = run.jobs() > 1;
     // The per-axis walk's last resort when no axis alone gains: every axis at once (a plateau
     // that only a joint move leaves), when that moves more than one axis.
@@ -279,7 +353,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       try_moves({joint}, speculate ? after_failure() : std::vector<Configs>{});
     }
     if (!any_move) {
-      w.done = true;  // every resource at its maximum
+      w.done = !try_switch();  // every resource at its maximum
       continue;
     }
     if (!best) {
@@ -287,7 +361,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       if (guarded_only && o.lagom_park) {
         w.parked = true;
       } else {
-        w.done = true;
+        w.done = !try_switch() || w.done;
       }
       continue;
     }

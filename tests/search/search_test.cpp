@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "lagom/hardware/profile.hpp"
+#include "lagom/models/generator.hpp"
+#include "lagom/models/model_spec.hpp"
 #include "lagom/nccl/legality.hpp"
 #include "lagom/search/evaluator.hpp"
 #include "lagom/search/plan.hpp"
@@ -590,34 +592,55 @@ TEST(SearchMethods, LagomIsNeverSlowerThanNccl) {
 // point up (an undone step ends the class), then at most one final check. With parking, a class
 // refused by the step guard retries once after each placement or accepted move: at most k more
 // evaluations per those.
-std::int64_t lockstep_bound(const Evaluator& eval, bool park) {
+// What switching subspaces (SearchOptions::lagom_switch) adds: a class tries each of its other
+// subspaces once (S_j - 1 evaluations), and a switch taken is one more accepted step.
+std::int64_t switch_probes(const Evaluator& eval, bool on) {
+  std::int64_t probes = 0;
+  for (const search::CollClass& c : eval.classes()) {
+    probes += on ? static_cast<std::int64_t>(c.subspaces.size()) - 1 : 0;
+  }
+  return probes;
+}
+
+// A class's accepted steps in one subspace, at most (`axes`: the sum of the axes' points less
+// 3 for the per-axis walk, the longest axis for lock-step); with switching, summed over every
+// subspace it may walk in, plus the switches.
+std::int64_t class_accepts(const search::CollClass& c, bool switching,
+                           std::size_t (*axes)(const search::Subspace&)) {
+  std::size_t most = 0;
+  std::size_t sum = 0;
+  for (const search::Subspace& s : c.subspaces) {
+    most = std::max(most, axes(s));
+    sum += axes(s);
+  }
+  return switching ? static_cast<std::int64_t>(sum + c.subspaces.size() - 1)
+                   : static_cast<std::int64_t>(most);
+}
+
+std::int64_t lockstep_bound(const Evaluator& eval, bool park, bool switching = true) {
   std::int64_t longest_sum = 0;
   for (const search::CollClass& c : eval.classes()) {
-    std::size_t longest = 0;
-    for (const search::Subspace& s : c.subspaces) {
-      longest = std::max({longest, s.channels.size(), s.threads.size(), s.chunks.size()});
-    }
-    longest_sum += static_cast<std::int64_t>(longest);
+    longest_sum += class_accepts(c, switching, [](const search::Subspace& s) {
+      return std::max({s.channels.size(), s.threads.size(), s.chunks.size()});
+    });
   }
   const auto k = static_cast<std::int64_t>(eval.classes().size());
-  return 2 + longest_sum + (park ? k * (longest_sum + k) : 0);
+  return 2 + longest_sum + (park ? k * (longest_sum + k) : 0) + switch_probes(eval, switching);
 }
 
 // The per-axis walk's: every accepted move raises at least one grid index, so a class accepts
 // at most A_j = sum over axes of (points - 1) moves; each turn of a class costs at most 4
 // evaluations (3 axes, then all at once); a class parks at most once after each placement or
-// acceptance (any class's); each class ends once.
-std::int64_t per_axis_bound(const Evaluator& eval, std::int64_t probes) {
+// acceptance (any class's); each class ends once. Switching adds its probes and accepts.
+std::int64_t per_axis_bound(const Evaluator& eval, std::int64_t probes, bool switching = true) {
   const auto k = static_cast<std::int64_t>(eval.classes().size());
   std::int64_t accepts = 0;
   for (const search::CollClass& c : eval.classes()) {
-    std::size_t most = 0;
-    for (const search::Subspace& s : c.subspaces) {
-      most = std::max(most, s.channels.size() + s.threads.size() + s.chunks.size() - 3);
-    }
-    accepts += static_cast<std::int64_t>(most);
+    accepts += class_accepts(c, switching, [](const search::Subspace& s) {
+      return s.channels.size() + s.threads.size() + s.chunks.size() - 3;
+    });
   }
-  return 2 + probes + k + 4 * (accepts + k * (accepts + k) + k);
+  return 2 + probes + k + 4 * (accepts + k * (accepts + k) + k) + switch_probes(eval, switching);
 }
 
 std::int64_t subspace_probes(const Evaluator& eval) {
@@ -656,11 +679,12 @@ TEST(SearchMethods, LockstepEvaluationsGrowLinearlyWithClasses) {
     const traces::Workload w = chain(k);
     Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
     ASSERT_EQ(eval.classes().size(), static_cast<std::size_t>(k));
-    const std::int64_t bound = lockstep_bound(eval, /*park=*/false);
+    const std::int64_t bound = lockstep_bound(eval, /*park=*/false, /*switching=*/false);
     SearchOptions o;
     o.lagom_walk = search::LagomWalk::kLockstep;
     o.lagom_subspace = search::LagomSubspace::kNccl;
     o.lagom_park = false;
+    o.lagom_switch = false;  // the paper's walk alone
     const SearchResult r = search::run_search(eval, o);
     evals.push_back(r.evaluations);
     std::cout << fmt::format("[ lagom evaluations ] k={}: {} (bound {})\n", k, r.evaluations,
@@ -725,6 +749,45 @@ TEST(SearchMethods, WalkingEverySubspaceIsNoWorseThanNcclsSubspace) {
     EXPECT_LE(b.step_time, a.step_time) << per_rank;
     EXPECT_GT(b.evaluations, a.evaluations) << per_rank;  // a walk per subspace
   }
+}
+
+TEST(SearchMethods, AWalkThatEndsTriesTheOtherSubspaces) {
+  // MPT-7B tensor-parallel on one A40 node with Domino's overlap (Table 2's TP row, two
+  // micro-batches): at NCCL's 2 channels Ring is the faster subspace for its 16 MiB all-reduces,
+  // so the walk starts there; Tree is faster once both have 6 channels. Without the switch the
+  // walk ends on Ring at 1.002x; with it the walk moves to Tree and ends within 1% of walking
+  // every subspace from the start, in a fraction of its evaluations.
+  models::TrainingConfig cfg;
+  cfg.mbs = 2;
+  cfg.gbs = 4;
+  cfg.overlap = models::Overlap::kDomino;
+  const models::GeneratedStep g =
+      models::generate_step(models::load_model("mpt-7b"), models::parse_parallelism("tp=8"), cfg);
+  Evaluator eval(g.workload, a40().cluster, a40().profile,
+                 SpaceOptions{Grid::kFine, Resources::kFull});
+  ASSERT_EQ(eval.classes().size(), 1U);
+  SearchOptions stay;
+  stay.lagom_switch = false;
+  SearchOptions all;
+  all.lagom_subspace = search::LagomSubspace::kAll;
+  const SearchResult s = search::run_search(eval, stay);
+  const SearchResult l = search::run_search(eval, SearchOptions{});
+  const SearchResult a = search::run_search(eval, all);
+  const auto speedup = [](const SearchResult& r) {
+    return r.nccl_step_time.us() / r.step_time.us();
+  };
+  std::cout << fmt::format(
+      "[ subspace switch, mpt-7b tp=8 ] without {:.3f}x ({}), with {:.3f}x ({}), every "
+      "subspace {:.3f}x ({})\n",
+      speedup(s), s.evaluations, speedup(l), l.evaluations, speedup(a), a.evaluations);
+  ASSERT_EQ(s.plan.rules.size(), 1U);
+  ASSERT_EQ(l.plan.rules.size(), 1U);
+  EXPECT_EQ(s.plan.rules[0].algo, nccl::Algorithm::kRing);
+  EXPECT_EQ(l.plan.rules[0].algo, nccl::Algorithm::kTree);
+  EXPECT_LT(speedup(s), 1.05);
+  EXPECT_GT(speedup(l), 1.3);
+  EXPECT_LT(l.step_time.us(), a.step_time.us() * 1.01);
+  EXPECT_LT(l.evaluations, a.evaluations);
 }
 
 TEST(SearchMethods, RoundRobinKeepsTheBoundAndTheGuarantee) {
