@@ -22,11 +22,11 @@ struct TuneOptions {
   std::string lagom_subspace = "best";
   std::string lagom_step = "points";
   std::string lagom_walk = "axis";
+  std::string lagom_switch = "auto";
   double lagom_lr_scale = 1.0;
   double lagom_min_gain = 0.002;
   bool lagom_no_step_guard = false;
   bool lagom_no_park = false;
-  bool lagom_no_switch = false;
   bool lagom_no_hidden_stop = false;
   int autoccl_pretrain = 20;
   int autoccl_train = 50;

@@ -100,8 +100,9 @@ def ablation(lagom, families, raw):
     space on cluster A with NCCL's 8 channels (the paper's baseline)."""
     env = ["--nccl-env", "NCCL_MIN_CTAS=8"]
     print("| workload | GPUs | Lagom | round-robin order | lock-step walk | NCCL's subspace | "
-          "no parking | best fixed-nc:K | best nccl-max-ctas:K | evaluations L / RR / LS |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "no parking | no switch | best fixed-nc:K | best nccl-max-ctas:K | "
+          "evaluations L / RR / LS / no switch |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for w in WORKLOADS:
         if w[0] not in families:
             continue
@@ -114,14 +115,17 @@ def ablation(lagom, families, raw):
                      ["--lagom-subspace", "nccl"])["lagom"]
         np_ = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
                       ["--lagom-no-park"])["lagom"]
+        nw = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
+                     ["--lagom-switch", "off"])["lagom"]
         best = lambda prefix: max(((r[f"{prefix}:{k}"]["speedup_vs_nccl"], k) for k in K_VALUES))
         fx, fk = best("fixed-nc")
         mx, mk = best("nccl-max-ctas")
         sp = lambda x: f"{x['speedup_vs_nccl']:.3f}x"
         print(f"| `{w[1]}` `{w[2]}` | {gpus(w[2])} | {sp(r['lagom'])} | "
-              f"{sp(r['lagom-roundrobin'])} | {sp(ls)} | {sp(ns)} | {sp(np_)} | "
+              f"{sp(r['lagom-roundrobin'])} | {sp(ls)} | {sp(ns)} | {sp(np_)} | {sp(nw)} | "
               f"{fx:.3f}x (K={fk}) | {mx:.3f}x (K={mk}) | {r['lagom']['evaluations']} / "
-              f"{r['lagom-roundrobin']['evaluations']} / {ls['evaluations']} |")
+              f"{r['lagom-roundrobin']['evaluations']} / {ls['evaluations']} / "
+              f"{nw['evaluations']} |")
         sys.stdout.flush()
 
 

@@ -24,12 +24,13 @@
 // communication of the class's overlap groups is hidden (X < Y) is kept and ends it (condition
 // 1; SearchOptions::lagom_hidden_stop turns it off for the ablation); a kept step
 // sets H = (Y' - Y) / (x - x'). A class whose walk would end (no move gains, or every resource
-// at its maximum) first tries each subspace it has not walked in, once, at its channels and
-// threads and that subspace's smallest chunk; the fastest that gains as a move must is a kept
-// step, and the walk goes on there (SearchOptions::lagom_switch; our addition: the paper does
-// not say how its walk reaches a subspace that wins only with more resources than NCCL's). Every class is placed at minimum resources (in step order) before
-// any grows: the placement leaves H at its initial 0.01, and ties on H would otherwise send the
-// first class on growing while the others still run NCCL's choice.
+// at its maximum) first tries each subspace it has not walked in, once, at its channels, that
+// subspace's NCCL threads and its smallest chunk; the fastest that gains as a move must is a
+// kept step, and the walk goes on there (SearchOptions::lagom_switch; our addition: the paper
+// does not say how its walk reaches a subspace that wins only with more resources than
+// NCCL's). Every class is placed at minimum resources (in step order) before any grows: the
+// placement leaves H at its initial 0.01, and ties on H would otherwise send the first class
+// on growing while the others still run NCCL's choice.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -50,7 +51,7 @@ struct Walk {
   bool parked = false;
   double h = 0.01;
   std::array<double, 3> lr{0, 0, 0};  // per axis (lock-step uses lr[0] for all)
-  std::vector<bool> entered;           // the subspaces this class has walked in
+  std::vector<bool> entered;          // the subspaces this class has walked in
 };
 
 int step_points(const SearchOptions& o, double lr, int size) {
@@ -132,14 +133,16 @@ void unpark(std::vector<Walk>& ws) {
 }
 
 // Where class c lands when it leaves its walk's end `from` for subspace `sub`: the same number
-// of channels and threads (the nearest on that grid), the subspace's smallest chunk (the walk
-// then grows it, as from a placement).
+// of channels (the nearest on that grid), the threads NCCL runs in that subspace, and its
+// smallest chunk (the walk then grows them, as from a placement). Carrying the threads over
+// instead misses Tree on Phi-2 TP with 8 channels: Ring's walk ends on 128 threads, where a
+// Tree of 16 KiB chunks is slower than that Ring (docs/search.md §4).
 Point switch_point(const CollClass& c, const Point& from, int sub) {
   const Subspace& a = c.subspaces[static_cast<std::size_t>(from.sub)];
   const Subspace& b = c.subspaces[static_cast<std::size_t>(sub)];
   return Point{sub,
                {nearest(b.channels, a.channels[static_cast<std::size_t>(from.idx[0])]),
-                nearest(b.threads, a.threads[static_cast<std::size_t>(from.idx[1])]), 0}};
+                nearest(b.threads, b.nccl.nthreads), 0}};
 }
 
 // A move of one class: its grid indices and the axis moved (-1: every axis at once).
@@ -282,7 +285,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       }
     };
     // The class's walk would end here. Before it does, each subspace it has not walked in is
-    // tried at its resources (switch_point), one evaluation each and each once: the fastest that
+    // tried at its channels (switch_point), one evaluation each and each once: the fastest that
     // shortens its communication by more than min_gain without lengthening the step is taken,
     // and the walk goes on there (a subspace that only wins with more resources than NCCL's, as
     // Tree does on the TP steps, is out of reach of a walk that picked its subspace at NCCL's).

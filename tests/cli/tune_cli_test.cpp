@@ -206,6 +206,21 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
   EXPECT_EQ(j["rows"][2]["evaluations"], tune["evaluations"]);
 }
 
+TEST(CompareCli, TheSubspaceSwitchIsOnInTheFullSpaceOnly) {
+  // --lagom-switch auto: the walk's subspace switch (docs/search.md §4) runs in the full space
+  // and not in NCCL's; `on` and `off` force it. Each switch tries every other subspace once, so
+  // a run with it spends more evaluations on these six classes than one without.
+  const auto evaluations = [](const std::string& space, const std::string& sw) {
+    const nlohmann::json j = json_or_throw(run_lagom(cmd(
+        "tune", {"--method", "lagom", "--space", space, "--lagom-switch", sw, "--json"})));
+    return j["evaluations"].get<std::int64_t>();
+  };
+  EXPECT_EQ(evaluations("nccl", "auto"), evaluations("nccl", "off"));
+  EXPECT_GT(evaluations("nccl", "on"), evaluations("nccl", "off"));
+  EXPECT_EQ(evaluations("full", "auto"), evaluations("full", "on"));
+  EXPECT_GT(evaluations("full", "on"), evaluations("full", "off"));
+}
+
 TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
   // docs/search.md §7: lagom-roundrobin is Lagom without its priority; fixed-nc:K and
   // nccl-max-ctas:K are NCCL's own choice under NCCL_MIN_CTAS = NCCL_MAX_CTAS = K and under
@@ -391,6 +406,10 @@ const TuneBadCase kTuneBadCases[] = {
      cmd("tune", {"--lagom-step", "both"}),
      2,
      {"--lagom-step must be points or axis, got 'both'"}},
+    {"bad lagom switch",
+     cmd("compare", {"--lagom-switch", "maybe"}),
+     2,
+     {"--lagom-switch must be auto, on or off, got 'maybe'"}},
     {"bad lagom subspace",
      cmd("compare", {"--lagom-subspace", "fastest"}),
      2,

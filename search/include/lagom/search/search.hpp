@@ -79,7 +79,8 @@ struct SearchOptions {
   // step stops gaining or the guard refuses it.
   bool lagom_hidden_stop = true;
   // Lagom: a class whose walk ends tries each subspace it has not walked in, once, at its
-  // channels and threads, and walks on in the fastest that gains (docs/search.md §4).
+  // channels (with that subspace's NCCL threads and smallest chunk), and walks on in the
+  // fastest that gains (docs/search.md §4).
   bool lagom_switch = true;
   LagomWalk lagom_walk = LagomWalk::kPerAxis;
   // AutoCCL's phases per class (TUNER_PRETRAIN_STEPS and TUNER_TRAIN_STEPS, its code's
