@@ -211,8 +211,8 @@ TEST(CompareCli, TheSubspaceSwitchIsOnInTheFullSpaceOnly) {
   // and not in NCCL's; `on` and `off` force it. Each switch tries every other subspace once, so
   // a run with it spends more evaluations on these six classes than one without.
   const auto evaluations = [](const std::string& space, const std::string& sw) {
-    const nlohmann::json j = json_or_throw(run_lagom(cmd(
-        "tune", {"--method", "lagom", "--space", space, "--lagom-switch", sw, "--json"})));
+    const nlohmann::json j = json_or_throw(run_lagom(
+        cmd("tune", {"--method", "lagom", "--space", space, "--lagom-switch", sw, "--json"})));
     return j["evaluations"].get<std::int64_t>();
   };
   EXPECT_EQ(evaluations("nccl", "auto"), evaluations("nccl", "off"));
