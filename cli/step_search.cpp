@@ -77,10 +77,9 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       integer_option(&t.autoccl_train, "--autoccl-train", 1, 100000, "steps")->default_value("50"),
       "autoccl: coordinate-descent steps per collective, shared by its subspaces "
       "(TUNER_TRAIN_STEPS)")(
-      "lagom-switch", po::value(&t.lagom_switch)->default_value("auto"),
-      "lagom: whether a collective whose walk ends tries the other (algorithm, protocol) pairs "
-      "once, at its channels, and walks on in one that gains: on, off, or auto (on in the full "
-      "space, off in NCCL's)")(
+      "lagom-switch", po::value(&t.lagom_switch)->default_value("on"),
+      "lagom: on or off: whether a collective whose walk ends tries the other (algorithm, "
+      "protocol) pairs once, at its channels, and walks on in one that gains")(
       "lagom-no-park", po::bool_switch(&t.lagom_no_park),
       "lagom: a collective whose every step the step guard refused ends there (by default it "
       "waits for another collective to move and tries again)")(
@@ -148,15 +147,10 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.lagom_min_gain = t.lagom_min_gain;
   o.lagom_step_guard = !t.lagom_no_step_guard;
   o.lagom_park = !t.lagom_no_park;
-  if (t.lagom_switch == "auto") {
-    o.lagom_switch = t.space == "full";
-  } else if (t.lagom_switch == "on" || t.lagom_switch == "off") {
-    o.lagom_switch = t.lagom_switch == "on";
-  } else {
-    throw po::error(
-        fmt::format("--lagom-switch must be auto, on or off, got '{}'", t.lagom_switch));
+  if (t.lagom_switch != "on" && t.lagom_switch != "off") {
+    throw po::error(fmt::format("--lagom-switch must be on or off, got '{}'", t.lagom_switch));
   }
-  o.lagom_hidden_stop = !t.lagom_no_hidden_stop;
+  o.lagom_switch = t.lagom_switch == "on";
   o.autoccl_min_gain = t.autoccl_min_gain;
   // Long searches (random and exhaustive on TP steps take minutes) say how far they are.
   o.progress = [m, budget = t.budget](std::int64_t done, double seconds) {

@@ -99,9 +99,9 @@ def ablation(lagom, families, raw):
     """RESULTS.md §3b: what Lagom's priority H and its walk add over simpler rules, in the full
     space on cluster A with NCCL's 8 channels (the paper's baseline)."""
     env = ["--nccl-env", "NCCL_MIN_CTAS=8"]
-    print("| workload | GPUs | Lagom | round-robin order | lock-step walk | NCCL's subspace | "
-          "no parking | no switch | best fixed-nc:K | best nccl-max-ctas:K | "
-          "evaluations L / RR / LS / no switch |")
+    print("| workload | GPUs | Lagom | round-robin order | lock-step walk | "
+          "NCCL's subspace, no switch | no parking | no switch | best fixed-nc:K | "
+          "best nccl-max-ctas:K | evaluations L / RR / LS / no switch |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for w in WORKLOADS:
         if w[0] not in families:
@@ -112,7 +112,7 @@ def ablation(lagom, families, raw):
         ls = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
                      ["--lagom-walk", "lockstep"])["lagom"]
         ns = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
-                     ["--lagom-subspace", "nccl"])["lagom"]
+                     ["--lagom-subspace", "nccl", "--lagom-switch", "off"])["lagom"]
         np_ = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,
                       ["--lagom-no-park"])["lagom"]
         nw = compare(lagom, w, "a40-nvlink", "full", ["lagom"], env, raw,

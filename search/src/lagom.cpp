@@ -316,7 +316,8 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
         const Evaluation& e = es[k];
         if (e.comm_us[j] < x * (1 - o.lagom_min_gain) &&
             !(o.lagom_step_guard && e.step_time > accepted.step_time) &&
-            (!pick || e.step_time < es[*pick].step_time)) {
+            (!pick || e.step_time < es[*pick].step_time ||
+             (e.step_time == es[*pick].step_time && e.comm_us[j] < es[*pick].comm_us[j]))) {
           pick = k;
         }
       }
@@ -356,7 +357,7 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       try_moves({joint}, speculate ? after_failure() : std::vector<Configs>{});
     }
     if (!any_move) {
-      w.done = !try_switch();  // every resource at its maximum
+      w.done = !try_switch() || w.done;  // every resource at its maximum
       continue;
     }
     if (!best) {

@@ -206,19 +206,20 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
   EXPECT_EQ(j["rows"][2]["evaluations"], tune["evaluations"]);
 }
 
-TEST(CompareCli, TheSubspaceSwitchIsOnInTheFullSpaceOnly) {
-  // --lagom-switch auto: the walk's subspace switch (docs/search.md §4) runs in the full space
-  // and not in NCCL's; `on` and `off` force it. Each switch tries every other subspace once, so
-  // a run with it spends more evaluations on these six classes than one without.
-  const auto evaluations = [](const std::string& space, const std::string& sw) {
-    const nlohmann::json j = json_or_throw(run_lagom(
-        cmd("tune", {"--method", "lagom", "--space", space, "--lagom-switch", sw, "--json"})));
+TEST(CompareCli, TheSubspaceSwitchIsOnByDefault) {
+  // --lagom-switch (docs/search.md §4): on by default in both spaces. Each switch tries every
+  // other subspace once, so a run with it spends more evaluations on these six classes than one
+  // without.
+  const auto evaluations = [](const std::string& space, const std::vector<std::string>& sw) {
+    std::vector<std::string> extra{"--method", "lagom", "--space", space, "--json"};
+    extra.insert(extra.end(), sw.begin(), sw.end());
+    const nlohmann::json j = json_or_throw(run_lagom(cmd("tune", extra)));
     return j["evaluations"].get<std::int64_t>();
   };
-  EXPECT_EQ(evaluations("nccl", "auto"), evaluations("nccl", "off"));
-  EXPECT_GT(evaluations("nccl", "on"), evaluations("nccl", "off"));
-  EXPECT_EQ(evaluations("full", "auto"), evaluations("full", "on"));
-  EXPECT_GT(evaluations("full", "on"), evaluations("full", "off"));
+  for (const std::string space : {"nccl", "full"}) {
+    EXPECT_EQ(evaluations(space, {}), evaluations(space, {"--lagom-switch", "on"})) << space;
+    EXPECT_GT(evaluations(space, {}), evaluations(space, {"--lagom-switch", "off"})) << space;
+  }
 }
 
 TEST(CompareCli, AblationsAreRowsBesideTheMethods) {
@@ -409,7 +410,7 @@ const TuneBadCase kTuneBadCases[] = {
     {"bad lagom switch",
      cmd("compare", {"--lagom-switch", "maybe"}),
      2,
-     {"--lagom-switch must be auto, on or off, got 'maybe'"}},
+     {"--lagom-switch must be on or off, got 'maybe'"}},
     {"bad lagom subspace",
      cmd("compare", {"--lagom-subspace", "fastest"}),
      2,
