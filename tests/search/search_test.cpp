@@ -788,6 +788,9 @@ TEST(SearchMethods, AWalkThatEndsTriesTheOtherSubspaces) {
   EXPECT_GT(speedup(l), 1.3);
   EXPECT_LT(l.step_time.us(), a.step_time.us() * 1.01);
   EXPECT_LT(l.evaluations, a.evaluations);
+  // The bound counts the switch's probes and the walk after it.
+  EXPECT_LE(l.evaluations, per_axis_bound(eval, subspace_probes(eval)));
+  EXPECT_LE(s.evaluations, per_axis_bound(eval, subspace_probes(eval), /*switching=*/false));
 }
 
 TEST(SearchMethods, RoundRobinKeepsTheBoundAndTheGuarantee) {
