@@ -337,6 +337,21 @@ Evaluation Evaluator::run_on(Worker& worker,
   return measure(worker.sim->run());
 }
 
+double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
+  Worker& own = *workers_.front();
+  const char was_active = own.active[j];
+  const nccl::ConfigOverride was = own.current[j];
+  own.active[j] = 1;
+  own.current[j] = override_of(c);
+  double us = 0;
+  for (traces::OpId op : classes_[j].examples) {
+    us += cost_->standalone_time(w_, own.sim->graph(), op).us();
+  }
+  own.active[j] = was_active;
+  own.current[j] = was;
+  return us;
+}
+
 Evaluation Evaluator::measure(const sim::SimResult& r) const {
   Evaluation e;
   e.step_time = r.step_time;

@@ -293,10 +293,18 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       if (!o.lagom_switch) {
         return false;
       }
+      // A subspace whose landing point is not faster than x_j even alone (the collective model,
+      // no contention) cannot be taken: it is marked tried without a simulation.
       std::vector<Point> points;
       for (std::size_t r = 0; r < c.subspaces.size(); ++r) {
-        if (!w.entered[r]) {
-          points.push_back(switch_point(c, Point{w.sub, w.idx}, static_cast<int>(r)));
+        if (w.entered[r]) {
+          continue;
+        }
+        const Point p = switch_point(c, Point{w.sub, w.idx}, static_cast<int>(r));
+        if (run.alone_comm_us(j, config_of(c, p)) >= x * (1 - o.lagom_min_gain)) {
+          w.entered[r] = true;
+        } else {
+          points.push_back(p);
         }
       }
       points.resize(std::min<std::size_t>(points.size(), static_cast<std::size_t>(run.room(1000))));

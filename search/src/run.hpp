@@ -120,6 +120,10 @@ class SearchRun {
     best_ = e;
   }
   const Configs& best_configs() const { return best_configs_; }
+  // A lower bound on class j's comm_us under `c` (Evaluator::alone_comm_us); not an evaluation.
+  double alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
+    return eval_.alone_comm_us(j, c);
+  }
   // Lagom's walk: class j took an accepted step (SearchResult::step_order).
   void record_step(std::size_t j) { step_order_.push_back(j); }
 

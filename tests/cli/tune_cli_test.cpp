@@ -207,19 +207,21 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
 }
 
 TEST(CompareCli, TheSubspaceSwitchIsOnByDefault) {
-  // --lagom-switch (docs/search.md §4): on by default in both spaces. Each switch tries every
-  // other subspace once, so a run with it spends more evaluations on these six classes than one
-  // without.
-  const auto evaluations = [](const std::string& space, const std::vector<std::string>& sw) {
+  // --lagom-switch (docs/search.md §4), on by default in both spaces: on MPT-7B tensor-parallel
+  // (two micro-batches) the walk starts on Ring and only the switch reaches Tree, a shorter step.
+  const std::vector<std::string> tp{"--model",   "mpt-7b", "--parallel", "tp=8",
+                                    "--mbs",     "2",      "--gbs",      "4",
+                                    "--overlap", "domino", "--cluster",  "a40-nvlink"};
+  const auto step_us = [&](const std::string& space, const std::vector<std::string>& sw) {
     std::vector<std::string> extra{"--method", "lagom", "--space", space, "--json"};
     extra.insert(extra.end(), sw.begin(), sw.end());
-    const nlohmann::json j = json_or_throw(run_lagom(cmd("tune", extra)));
-    return j["evaluations"].get<std::int64_t>();
+    const nlohmann::json j = json_or_throw(run_lagom(cmd("tune", extra, tp)));
+    return j["step_time_us"].get<double>();
   };
   for (const std::string space : {"nccl", "full"}) {
-    EXPECT_EQ(evaluations(space, {}), evaluations(space, {"--lagom-switch", "on"})) << space;
-    EXPECT_GT(evaluations(space, {}), evaluations(space, {"--lagom-switch", "off"})) << space;
+    EXPECT_EQ(step_us(space, {}), step_us(space, {"--lagom-switch", "on"})) << space;
   }
+  EXPECT_LT(step_us("full", {}) * 1.3, step_us("full", {"--lagom-switch", "off"}));
 }
 
 TEST(CompareCli, AblationsAreRowsBesideTheMethods) {

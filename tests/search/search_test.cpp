@@ -246,6 +246,34 @@ TEST(SearchEvaluator, AConfigIsAppliedToEveryCallOfItsClass) {
   EXPECT_EQ(e.step_time, r.step_time);
 }
 
+TEST(SearchEvaluator, EachCallAloneBoundsAClassesTimeUnderContention) {
+  // alone_comm_us is what Lagom's subspace switch skips candidates by: no evaluation may give a
+  // class a shorter time than its calls alone. Every grid point of every subspace of both
+  // all-gathers of a two-collective chain, beside GEMMs and each other (coarse grid, every third
+  // channel count and every other chunk, the most threads).
+  const traces::Workload w = chain(2, 4 * kMiB, 1e11);
+  Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kCoarse, Resources::kFull});
+  std::size_t checked = 0;
+  for (std::size_t j = 0; j < eval.classes().size(); ++j) {
+    for (const search::Subspace& s : eval.classes()[j].subspaces) {
+      for (std::size_t ch = 0; ch < s.channels.size(); ch += 3) {
+        for (std::size_t k = 0; k < s.chunks.size(); k += 2) {
+          const nccl::CommConfig c = s.at(ch, s.threads.size() - 1, k);
+          std::vector<std::optional<nccl::CommConfig>> configs(eval.classes().size());
+          configs[j] = c;
+          const search::Evaluation e = eval.evaluate(configs);
+          const double alone = eval.alone_comm_us(j, c);
+          EXPECT_GT(alone, 0);
+          EXPECT_GE(e.comm_us[j], alone * (1 - 1e-9))
+              << nccl::to_string(c.algo) << " " << c.nchannels << " " << c.chunk_bytes;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10U);
+}
+
 TEST(SearchEvaluator, WrongNumberOfConfigsIsAnError) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
