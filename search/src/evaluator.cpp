@@ -343,9 +343,20 @@ double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
   const nccl::ConfigOverride was = own.current[j];
   own.active[j] = 1;
   own.current[j] = override_of(c);
+  const traces::ExecutionGraph& graph = own.sim->graph();
   double us = 0;
   for (traces::OpId op : classes_[j].examples) {
-    us += cost_->standalone_time(w_, own.sim->graph(), op).us();
+    // As the engine times an instance alone: by its longest measured member when one carries a
+    // duration (then the config does not set it), else by the model.
+    std::int64_t measured = traces::kNoDuration;
+    for (traces::OpId m : graph.members(graph.instance_of(op))) {
+      if (w_.duration_ns(m) != traces::kNoDuration &&
+          (measured == traces::kNoDuration || w_.duration_ns(m) > measured)) {
+        measured = w_.duration_ns(m);
+      }
+    }
+    us += measured != traces::kNoDuration ? Time::ns(measured).us()
+                                          : cost_->standalone_time(w_, graph, op).us();
   }
   own.active[j] = was_active;
   own.current[j] = was;
