@@ -147,6 +147,7 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
   o.lagom_min_gain = t.lagom_min_gain;
   o.lagom_step_guard = !t.lagom_no_step_guard;
   o.lagom_park = !t.lagom_no_park;
+  o.lagom_hidden_stop = !t.lagom_no_hidden_stop;
   if (t.lagom_switch != "on" && t.lagom_switch != "off") {
     throw po::error(fmt::format("--lagom-switch must be on or off, got '{}'", t.lagom_switch));
   }

@@ -14,6 +14,7 @@
 
 #include "cli_runner.hpp"
 #include "lagom/search/plan.hpp"
+#include "step_search.hpp"
 #include "strings.hpp"
 #include "test_util.hpp"
 
@@ -204,6 +205,28 @@ TEST(CompareCli, JsonHasOneRowPerMethod) {
       json_or_throw(run_lagom(cmd("tune", {"--method", "lagom", "--json"})));
   EXPECT_EQ(j["rows"][2]["step_time_us"], tune["step_time_us"]);
   EXPECT_EQ(j["rows"][2]["evaluations"], tune["evaluations"]);
+}
+
+TEST(TuneCli, EachLagomSwitchReachesTheSearch) {
+  // The walk's readings (docs/search.md §4) as tune and compare pass them on: each flag turns
+  // off its own option and leaves the others on.
+  const cli::TuneOptions defaults;
+  const search::SearchOptions d = cli::search_options(defaults, search::Method::kLagom);
+  EXPECT_TRUE(d.lagom_step_guard && d.lagom_park && d.lagom_hidden_stop && d.lagom_switch);
+  cli::TuneOptions t = defaults;
+  t.lagom_no_step_guard = true;
+  EXPECT_FALSE(cli::search_options(t, search::Method::kLagom).lagom_step_guard);
+  t = defaults;
+  t.lagom_no_park = true;
+  EXPECT_FALSE(cli::search_options(t, search::Method::kLagom).lagom_park);
+  t = defaults;
+  t.lagom_no_hidden_stop = true;
+  const search::SearchOptions h = cli::search_options(t, search::Method::kLagom);
+  EXPECT_FALSE(h.lagom_hidden_stop);
+  EXPECT_TRUE(h.lagom_park && h.lagom_step_guard && h.lagom_switch);
+  t = defaults;
+  t.lagom_switch = "off";
+  EXPECT_FALSE(cli::search_options(t, search::Method::kLagom).lagom_switch);
 }
 
 TEST(CompareCli, TheSubspaceSwitchIsOnByDefault) {
