@@ -255,6 +255,35 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       }
       return ahead;
     };
+    // A step is kept when it shortens the class's communication by more than min_gain (faster)
+    // and the step guard does not refuse it for lengthening the step; of two kept candidates the
+    // one with the shorter step wins, then the one with the shorter communication.
+    const auto faster = [&](const Evaluation& e) {
+      return e.comm_us[j] < x * (1 - o.lagom_min_gain);
+    };
+    const auto guarded = [&](const Evaluation& e) {
+      return o.lagom_step_guard && e.step_time > accepted.step_time;
+    };
+    const auto better = [j](const Evaluation& e, const Evaluation& than) {
+      return e.step_time < than.step_time ||
+             (e.step_time == than.step_time && e.comm_us[j] < than.comm_us[j]);
+    };
+    // Keeps class j at `p`, evaluated as `e`: it ends if its overlap groups' communication is
+    // now hidden (condition 1), else its priority becomes the computation the step added per
+    // unit of communication it saved; every parked class may try again.
+    const auto keep = [&](const Point& p, const Evaluation& e) {
+      cfg[j] = config_of(c, p);
+      w.sub = p.sub;
+      w.idx = p.idx;
+      if (o.lagom_hidden_stop && e.group_comm_us[j] < e.group_compute_us[j]) {
+        w.done = true;  // hidden: more resources would only slow the computation
+      } else {
+        w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - e.comm_us[j]);
+      }
+      accepted = e;
+      run.record_step(j);
+      unpark(ws);
+    };
     // Simulates moving class j to each of `moves` (independent candidates, so simulated together)
     // and keeps in `best` the one that shortens the class's communication by more than min_gain
     // without lengthening the step and beats the moves tried before it on step time. `ahead`:
@@ -274,12 +303,8 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       std::vector<Evaluation> es = run.evaluate_all(batch, ahead);
       for (std::size_t k = 0; k < moves.size(); ++k) {
         Evaluation& e = es[k];
-        const bool faster = e.comm_us[j] < x * (1 - o.lagom_min_gain);
-        const bool guarded = o.lagom_step_guard && e.step_time > accepted.step_time;
-        guarded_only = guarded_only || (faster && guarded);
-        if (faster && !guarded &&
-            (!best || e.step_time < best->e.step_time ||
-             (e.step_time == best->e.step_time && e.comm_us[j] < best->e.comm_us[j]))) {
+        guarded_only = guarded_only || (faster(e) && guarded(e));
+        if (faster(e) && !guarded(e) && (!best || better(e, best->e))) {
           best = Try{moves[k].first, moves[k].second, std::move(e)};
         }
       }
@@ -321,30 +346,15 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       std::vector<Evaluation> es = run.evaluate_all(batch);
       std::optional<std::size_t> pick;
       for (std::size_t k = 0; k < es.size(); ++k) {
-        const Evaluation& e = es[k];
-        if (e.comm_us[j] < x * (1 - o.lagom_min_gain) &&
-            !(o.lagom_step_guard && e.step_time > accepted.step_time) &&
-            (!pick || e.step_time < es[*pick].step_time ||
-             (e.step_time == es[*pick].step_time && e.comm_us[j] < es[*pick].comm_us[j]))) {
+        if (faster(es[k]) && !guarded(es[k]) && (!pick || better(es[k], es[*pick]))) {
           pick = k;
         }
       }
       if (!pick) {
         return false;
       }
-      const Evaluation& e = es[*pick];
-      cfg[j] = config_of(c, points[*pick]);
-      w.sub = points[*pick].sub;
-      w.idx = points[*pick].idx;
       w.lr = {0, 0, 0};
-      if (o.lagom_hidden_stop && e.group_comm_us[j] < e.group_compute_us[j]) {
-        w.done = true;
-      } else {
-        w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - e.comm_us[j]);
-      }
-      accepted = e;
-      run.record_step(j);
-      unpark(ws);
+      keep(points[*pick], es[*pick]);
       return true;
     };
     const bool speculate = run.jobs() > 1;
@@ -377,24 +387,13 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       }
       continue;
     }
-    cfg[j] = config_of(c, Point{w.sub, best->idx});
-    const Evaluation& e = best->e;
-    const double x_new = e.comm_us[j];
-    const double gain = (x - x_new) / x_new;
+    const double gain = (x - best->e.comm_us[j]) / best->e.comm_us[j];
     if (best->axis >= 0) {
       w.lr[static_cast<std::size_t>(best->axis)] = gain;
     } else {
       w.lr = {gain, gain, gain};
     }
-    w.idx = best->idx;
-    if (o.lagom_hidden_stop && e.group_comm_us[j] < e.group_compute_us[j]) {
-      w.done = true;  // hidden: more resources would only slow the computation
-    } else {
-      w.h = (e.group_compute_us[j] - accepted.group_compute_us[j]) / (x - x_new);
-    }
-    accepted = e;
-    run.record_step(j);
-    unpark(ws);
+    keep(Point{w.sub, best->idx}, best->e);
   }
   return {cfg, accepted};
 }
