@@ -102,7 +102,9 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     const auto members = graph.members(i);
     const traces::OpId op = members.front();
     const auto kind = traces::coll_kind_of(w.kind(op));
-    if (!kind || !plannable(*kind) || w.duration_ns(op) != traces::kNoDuration) {
+    // A measured instance (any member given a duration) runs for that duration whatever its
+    // configuration: nothing to tune.
+    if (!kind || !plannable(*kind) || traces::measured_member(w, graph, i)) {
       continue;
     }
     const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
@@ -346,17 +348,9 @@ double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
   const traces::ExecutionGraph& graph = own.sim->graph();
   double us = 0;
   for (traces::OpId op : classes_[j].examples) {
-    // As the engine times an instance alone: by its longest measured member when one carries a
-    // duration (then the config does not set it), else by the model.
-    std::int64_t measured = traces::kNoDuration;
-    for (traces::OpId m : graph.members(graph.instance_of(op))) {
-      if (w_.duration_ns(m) != traces::kNoDuration &&
-          (measured == traces::kNoDuration || w_.duration_ns(m) > measured)) {
-        measured = w_.duration_ns(m);
-      }
-    }
-    us += measured != traces::kNoDuration ? Time::ns(measured).us()
-                                          : cost_->standalone_time(w_, graph, op).us();
+    // As the engine times an instance alone; a class holds no measured instance (the
+    // constructor), so that is the collective model under `c`.
+    us += cost_->standalone_time(w_, graph, op).us();
   }
   own.active[j] = was_active;
   own.current[j] = was;

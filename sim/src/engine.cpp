@@ -148,12 +148,8 @@ class Engine::Impl {
   void check_all_timed() const {
     for (OpId op = 0; op < w_.op_count(); ++op) {
       const InstanceId inst = g_.instance_of(op);
-      bool timed = w_.duration_ns(op) != traces::kNoDuration;
-      if (!timed && inst != kNoInstance) {
-        for (OpId m : g_.members(inst)) {
-          timed = timed || w_.duration_ns(m) != traces::kNoDuration;
-        }
-      }
+      const bool timed = inst == kNoInstance ? w_.duration_ns(op) != traces::kNoDuration
+                                             : traces::measured_member(w_, g_, inst).has_value();
       if (!timed) {
         throw Error(
             fmt::format("{} has no 'duration_us', and no cost model is configured to time it (the "
@@ -173,7 +169,8 @@ class Engine::Impl {
   }
 
   // Members may give different durations (e.g. per-rank measurements): the slowest determines
-  // the end. Collected as members arrive, so starting an instance need not visit them again.
+  // the end (traces::measured_member's rule). Collected as members arrive, so starting an
+  // instance need not visit them again.
   Time instance_time(InstanceId inst) const {
     const InstanceState& st = instances_[inst];
     if (st.max_duration_ns != traces::kNoDuration) {

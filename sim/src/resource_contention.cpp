@@ -290,14 +290,9 @@ void ResourceContention::started(const Activity& a) {
     // An instance given its duration (a measured trace) moves its bytes in that time, not in
     // the model's: its draws scale by model time / its time.
     // The member whose duration it is (named in a warning; the key op among equals).
-    std::int64_t given_ns = w.duration_ns(key_op);
-    traces::OpId given_by = key_op;
-    for (traces::OpId m : members) {
-      if (w.duration_ns(m) > given_ns) {
-        given_ns = w.duration_ns(m);
-        given_by = m;
-      }
-    }
+    const std::optional<traces::OpId> measured = traces::measured_member(w, *g_, a.subject);
+    const traces::OpId given_by = measured.value_or(key_op);
+    const std::int64_t given_ns = measured ? w.duration_ns(*measured) : traces::kNoDuration;
     const double scale = given_ns == traces::kNoDuration || given_ns <= 0 || c.time_us <= 0
                              ? 1.0
                              : c.time_us / (static_cast<double>(given_ns) / 1e3);

@@ -75,6 +75,17 @@ std::size_t ExecutionGraph::memory_bytes() const {
          vec(dependents_);
 }
 
+std::optional<OpId> measured_member(const Workload& w, const ExecutionGraph& g, InstanceId i) {
+  std::optional<OpId> longest;
+  for (OpId m : g.members(i)) {
+    if (w.duration_ns(m) != kNoDuration &&
+        (!longest || w.duration_ns(m) > w.duration_ns(*longest))) {
+      longest = m;
+    }
+  }
+  return longest;
+}
+
 ExecutionGraph analyze(const Workload& w, std::string_view where) {
   const std::string pre = where.empty() ? std::string() : fmt::format("{}: ", where);
   const OpId n = w.op_count();

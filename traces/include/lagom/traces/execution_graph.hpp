@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,13 @@ class ExecutionGraph {
   std::vector<std::uint32_t> dependent_begin_;
   std::vector<OpId> dependents_;
 };
+
+// The member whose given duration (`duration_us` in a file) times instance `i`: the longest one,
+// the first in member order among equals; nullopt when no member carries one and a cost model
+// times the instance. One rule for everything that times an instance: the engine runs a measured
+// instance for that duration, the contention model scales its flows to it, and the searches leave
+// it out of their collective classes, since no NCCL configuration changes its time.
+std::optional<OpId> measured_member(const Workload& w, const ExecutionGraph& g, InstanceId i);
 
 // Matches communication and checks the program for deadlocks. Throws lagom::Error whose message
 // starts with `where` (e.g. the file name) and names the ranks and ops involved.
