@@ -228,11 +228,13 @@ std::vector<Evaluation> Evaluator::evaluate_all(
       todo.push_back(i);
     }
   }
-  // Look-ahead candidates fill the threads the batch leaves idle, never more.
+  // Look-ahead candidates fill the threads the batch leaves idle, never more: up to a whole
+  // number of tasks per thread (3 candidates on 2 threads leave one thread a task's time idle).
+  const std::size_t jobs = static_cast<std::size_t>(jobs_);
+  const std::size_t slots = (todo.size() + jobs - 1) / jobs * jobs;
   std::vector<std::size_t> spare;  // into `ahead`
   std::vector<Key> spare_keys;
-  for (std::size_t i = 0; !todo.empty() && i < ahead.size() &&
-                          todo.size() + spare.size() < static_cast<std::size_t>(jobs_);
+  for (std::size_t i = 0; !todo.empty() && i < ahead.size() && todo.size() + spare.size() < slots;
        ++i) {
     Key k = key_of(ahead[i]);
     if (memo_.count(k) == 0 && first.count(k) == 0 &&

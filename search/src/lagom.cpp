@@ -68,30 +68,100 @@ std::size_t subspace_rounds(const SearchRun& run) {
   return rounds;
 }
 
-// Each class's fastest subspace at NCCL's resources: one evaluation per subspace index.
+// Each class's fastest subspace at NCCL's resources: one evaluation per subspace index (round r
+// runs every class in its r-th subspace), the first fastest wins. The rounds that hold some
+// class's NCCL subspace run first; a later round is skipped without a simulation when every class
+// in it is slower even alone (Evaluator::alone_comm_us, a lower bound) than its fastest so far,
+// since it could not then be any class's fastest: the same choice, fewer simulations.
 void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
   const std::size_t n = ws.size();
-  const std::size_t rounds = subspace_rounds(run);
-  std::vector<double> best(n, kInf);
-  if (rounds <= 1) {
+  const std::vector<CollClass>& classes = run.classes();
+  const std::size_t rounds =
+      std::min<std::size_t>(subspace_rounds(run), static_cast<std::size_t>(run.room(1000)));
+  if (subspace_rounds(run) <= 1) {
     return;
   }
-  // One probe per subspace index, as many as the budget leaves (all independent).
-  std::vector<Configs> probes;
-  for (std::size_t r = 0; r < rounds && static_cast<std::int64_t>(r) < run.room(1000); ++r) {
+  const auto probe_of = [&](std::size_t r) {
     Configs probe(n);
     for (std::size_t j = 0; j < n; ++j) {
-      if (r < run.classes()[j].subspaces.size()) {
-        probe[j] = config_of(run.classes()[j], nccl_point(run.classes()[j], static_cast<int>(r)));
+      if (r < classes[j].subspaces.size()) {
+        probe[j] = config_of(classes[j], nccl_point(classes[j], static_cast<int>(r)));
       }
     }
-    probes.push_back(std::move(probe));
+    return probe;
+  };
+  std::vector<std::optional<Evaluation>> es(rounds);
+  std::vector<double> best(n, kInf);
+  // Evaluates rounds `rs` (independent, so together) and lowers each class's fastest so far.
+  const auto run_rounds = [&](const std::vector<std::size_t>& rs,
+                              const std::vector<std::size_t>& ahead) {
+    if (rs.empty()) {
+      return;
+    }
+    std::vector<Configs> probes;
+    for (std::size_t r : rs) {
+      probes.push_back(probe_of(r));
+    }
+    std::vector<Configs> next;
+    for (std::size_t r : ahead) {
+      next.push_back(probe_of(r));
+    }
+    std::vector<Evaluation> done = run.evaluate_all(probes, next);
+    for (std::size_t k = 0; k < rs.size(); ++k) {
+      for (std::size_t j = 0; j < n; ++j) {
+        if (rs[k] < classes[j].subspaces.size()) {
+          best[j] = std::min(best[j], done[k].comm_us[j]);
+        }
+      }
+      es[rs[k]] = std::move(done[k]);
+    }
+  };
+  std::vector<std::size_t> first;
+  std::vector<std::size_t> rest;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const bool native = std::any_of(classes.begin(), classes.end(), [&](const CollClass& c) {
+      return r < c.subspaces.size() && nccl_subspace(c) == static_cast<int>(r);
+    });
+    (native ? first : rest).push_back(r);
   }
-  const std::vector<Evaluation> es = run.evaluate_all(probes);
-  for (std::size_t r = 0; r < es.size(); ++r) {
+  // Threads the first rounds leave idle simulate later ones ahead, the likeliest to be needed
+  // first: those whose some class comes closest, alone, to its time under NCCL's choice.
+  std::vector<std::pair<double, std::size_t>> promise;
+  for (std::size_t r : rest) {
+    const Configs probe = probe_of(r);
+    double closest = kInf;
     for (std::size_t j = 0; j < n; ++j) {
-      if (r < run.classes()[j].subspaces.size() && es[r].comm_us[j] < best[j]) {
-        best[j] = es[r].comm_us[j];
+      if (probe[j]) {
+        closest =
+            std::min(closest, run.alone_comm_us(j, *probe[j]) / run.nccl_evaluation().comm_us[j]);
+      }
+    }
+    promise.emplace_back(closest, r);
+  }
+  std::sort(promise.begin(), promise.end());
+  std::vector<std::size_t> ahead;
+  for (const auto& pr : promise) {
+    ahead.push_back(pr.second);
+  }
+  run_rounds(first, ahead);
+  std::erase_if(rest, [&](std::size_t r) {
+    if (!run.options().lagom_probe_bound) {
+      return false;
+    }
+    const Configs probe = probe_of(r);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (probe[j] && !(run.alone_comm_us(j, *probe[j]) > best[j])) {
+        return false;
+      }
+    }
+    return true;
+  });
+  run_rounds(rest, {});
+  std::fill(best.begin(), best.end(), kInf);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    for (std::size_t j = 0; es[r] && j < n; ++j) {
+      if (r < classes[j].subspaces.size() && es[r]->comm_us[j] < best[j]) {
+        best[j] = es[r]->comm_us[j];
         ws[j].sub = static_cast<int>(r);
       }
     }
@@ -255,6 +325,26 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
       }
       return ahead;
     };
+    // What the walk simulates next if class j's one move is kept and j moves again, by the
+    // step its last gain gives (a class often climbs several steps in a row: on GPT-3 175B
+    // tp=8 pp=8 two classes climb 5 and 10 channel steps). With several moves which one wins is
+    // not known, so nothing.
+    const auto after_success = [&](const std::vector<Move>& moves) {
+      std::vector<Configs> ahead;
+      if (moves.size() != 1) {
+        return ahead;
+      }
+      Walk moved = w;
+      moved.idx = moves.front().first;
+      for (const auto& [next, axis] : first_moves(moved, s, o)) {
+        if (next != moved.idx) {
+          Configs a = cfg;
+          a[j] = config_of(c, Point{w.sub, next});
+          ahead.push_back(std::move(a));
+        }
+      }
+      return ahead;
+    };
     // A step is kept when it shortens the class's communication by more than min_gain (faster)
     // and the step guard does not refuse it for lengthening the step; of two kept candidates the
     // one with the shorter step wins, then the one with the shorter communication.
@@ -363,14 +453,19 @@ std::pair<Configs, Evaluation> walk(SearchRun& run, std::vector<Walk> ws) {
     int moved = 0;
     const Move joint = joint_move(w, s, o, moved);
     const bool joint_next = o.lagom_walk == LagomWalk::kPerAxis && moved > 1;
+    std::vector<Move> moves = first_moves(w, s, o);
+    std::erase_if(moves, [&](const Move& m) { return m.first == w.idx; });
     std::vector<Configs> ahead;
     if (speculate && joint_next) {
       ahead.push_back(cfg);
       ahead.back()[j] = config_of(c, Point{w.sub, joint.first});
     } else if (speculate) {
-      ahead = after_failure();
+      ahead = after_success(moves);
+      for (Configs& a : after_failure()) {
+        ahead.push_back(std::move(a));
+      }
     }
-    try_moves(first_moves(w, s, o), std::move(ahead));
+    try_moves(std::move(moves), std::move(ahead));
     if (!best && joint_next) {
       try_moves({joint}, speculate ? after_failure() : std::vector<Configs>{});
     }

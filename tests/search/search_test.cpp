@@ -999,6 +999,21 @@ TEST(SearchEvaluator, LookAheadCandidatesAreKeptButNotCounted) {
   EXPECT_EQ(eval.simulations(), 3);  // kept from the look-ahead
 }
 
+TEST(SearchEvaluator, LookAheadFillsTheThreadsABatchsLastRoundLeavesIdle) {
+  // Three candidates on two threads take two rounds, the second on one thread: the other
+  // simulates a look-ahead candidate, which is then kept. Never more than that.
+  const traces::Workload w = chain(2);
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  eval.set_jobs(2);
+  const Batch now{ring_on(eval, 1), ring_on(eval, 2), ring_on(eval, 4)};
+  const Batch next{ring_on(eval, 8), nccl_configs(eval)};
+  eval.evaluate_all(now, next);
+  EXPECT_EQ(eval.evaluations(), 3);
+  EXPECT_EQ(eval.simulations(), 4);
+  EXPECT_TRUE(eval.kept(next.front()).has_value());
+  EXPECT_FALSE(eval.kept(next.back()).has_value());
+}
+
 TEST(SearchEvaluator, AnErrorOnAThreadIsRethrownNamingTheOp) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, Resources::kFull});
@@ -1018,6 +1033,50 @@ TEST(SearchEvaluator, AnErrorOnAThreadIsRethrownNamingTheOp) {
   EXPECT_FALSE(eval.kept(bad).has_value());
   EXPECT_FALSE(eval.kept(ring_on(eval, 8)).has_value());
   EXPECT_NE(error_of([&] { eval.set_jobs(0); }).find("at least 1"), std::string::npos);
+}
+
+TEST(SearchMethods, LagomSkipsOnlySubspaceProbesThatCannotWin) {
+  // Lagom starts each class in its fastest subspace at NCCL's resources, one probe per subspace
+  // index; a probe in which every class is slower alone than its fastest so far is skipped. The
+  // plan must be the one every probe gives, at every thread count, with fewer evaluations on a
+  // step where some probe cannot win (Phi-2 FSDP on one A40 node: LL and LL128 there). On these
+  // steps no probe outside NCCL's subspaces wins, so the skip's soundness rests on the bound,
+  // which EachCallAloneBoundsAClassesTimeUnderContention checks.
+  models::TrainingConfig cfg;
+  cfg.mbs = 2;
+  cfg.gbs = 16;
+  const models::GeneratedStep phi2 =
+      models::generate_step(models::load_model("phi-2"), models::parse_parallelism("fsdp=8"), cfg);
+  const traces::Workload chained = chain(3, 4 * kMiB, 1e11);
+  const traces::Workload crowd = crowded();
+  int fewer = 0;
+  for (const traces::Workload* w : {&phi2.workload, &chained, &crowd}) {
+    for (Resources res : {Resources::kNccl, Resources::kFull}) {
+      for (int jobs : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << w->op_count() << " ops, jobs " << jobs);
+        std::optional<SearchResult> every;
+        for (bool bound : {false, true}) {
+          Evaluator eval(*w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, res});
+          SearchOptions o;
+          o.method = Method::kLagom;
+          o.lagom_probe_bound = bound;
+          o.jobs = jobs;
+          const SearchResult r = search::run_search(eval, o);
+          if (!every) {
+            every = r;
+            continue;
+          }
+          auto same = r.plan;
+          same.context.evaluations = every->plan.context.evaluations;  // the one difference
+          EXPECT_EQ(plan_json(same), plan_json(every->plan));
+          EXPECT_EQ(r.step_time, every->step_time);
+          EXPECT_LE(r.evaluations, every->evaluations);
+          fewer += r.evaluations < every->evaluations ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(fewer, 0);
 }
 
 TEST(SearchMethods, EveryThreadCountGivesTheSamePlan) {

@@ -5,15 +5,32 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "lagom/common/error.hpp"
 
 namespace lagom::traces {
 namespace {
+
+// Hashes a ComputeShape by its fields' bits (equal shapes have equal bits: flops are never NaN,
+// and a -0.0 that compares equal to 0.0 only costs a second table entry).
+struct ShapeHash {
+  std::size_t operator()(const ComputeShape& s) const {
+    std::uint64_t h = std::bit_cast<std::uint64_t>(s.flops);
+    for (std::uint64_t v : {std::uint64_t{static_cast<std::uint32_t>(s.blocks)},
+                            std::uint64_t{static_cast<std::uint32_t>(s.blocks_per_sm)},
+                            std::uint64_t{static_cast<std::uint8_t>(s.cls)},
+                            std::uint64_t{static_cast<std::uint8_t>(s.precision)}}) {
+      h = (h ^ v) * 0x100000001b3ULL + (h >> 29);
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
 
 constexpr std::array<std::string_view, kOpKindCount> kKindNames = {
     "compute",   "memcpy", "allreduce", "allgather", "reducescatter",
@@ -310,8 +327,8 @@ OpId WorkloadBuilder::add_op(StreamId stream, const OpSpec& spec, std::string_vi
 
 void WorkloadBuilder::set_number(OpId op, std::uint64_t number) {
   if (number == Workload::kNoNumber) {
-    throw Error(fmt::format("op #{}: number {} is reserved (give the op that id as text)", op,
-                            number));
+    throw Error(
+        fmt::format("op #{}: number {} is reserved (give the op that id as text)", op, number));
   }
   if (number_.empty()) {
     number_.assign(kind_.size(), Workload::kNoNumber);  // ops so far: none
@@ -731,12 +748,19 @@ Workload WorkloadBuilder::build(std::string_view where) && {
     }
   }
   if (!shapes_.empty()) {
+    // Equal shapes are stored once: a generated step repeats a few dozen shapes over every layer,
+    // micro-batch and rank, and the simulation reads an op's shape when it starts, in time order,
+    // which a small table keeps in cache.
+    std::unordered_map<ComputeShape, std::uint32_t, ShapeHash> index;
     w.shape_of_.assign(n, Workload::kNoShape);
-    w.shapes_.reserve(shapes_.size());
     for (const auto& [op, shape] : shapes_) {
-      w.shape_of_[op] = static_cast<std::uint32_t>(w.shapes_.size());
-      w.shapes_.push_back(shape);
+      const auto [it, fresh] = index.emplace(shape, static_cast<std::uint32_t>(w.shapes_.size()));
+      if (fresh) {
+        w.shapes_.push_back(shape);
+      }
+      w.shape_of_[op] = it->second;
     }
+    w.shapes_.shrink_to_fit();
   }
   shapes_.clear();
   shapes_.shrink_to_fit();

@@ -82,6 +82,10 @@ struct SearchOptions {
   // channels (with that subspace's NCCL threads and smallest chunk), and walks on in the
   // fastest that gains (docs/search.md §4).
   bool lagom_switch = true;
+  // Lagom: a probe of the subspaces at NCCL's resources that cannot be any class's fastest, even
+  // with its collectives alone (Evaluator::alone_comm_us), is not simulated. The plan is the same
+  // either way; off simulates every probe (for tests, and to measure what the bound saves).
+  bool lagom_probe_bound = true;
   LagomWalk lagom_walk = LagomWalk::kPerAxis;
   // AutoCCL's phases per class (TUNER_PRETRAIN_STEPS and TUNER_TRAIN_STEPS, its code's
   // defaults), shared evenly by the class's subspaces.
