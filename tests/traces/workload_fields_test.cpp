@@ -43,6 +43,29 @@ TEST(WorkloadFields, ReadsAndWritesConfigAndShape) {
   EXPECT_EQ(*again.pinned_config(*again.find_op("a")), *c);
 }
 
+TEST(WorkloadFields, EqualShapesAreStoredOnce) {
+  // A generated step repeats a few shapes over every layer and micro-batch: one table entry each
+  // (the simulation reads a shape per op it starts, and a small table stays in cache).
+  const Workload w = parse_workload_json(
+      one_rank(R"({"id": "a", "kind": "compute", "flops": 1e12, "blocks": 64, "class": "gemm"},
+                 {"id": "b", "kind": "compute", "flops": 1e12, "blocks": 64, "class": "gemm"},
+                 {"id": "c", "kind": "compute", "flops": 1e12, "blocks": 64, "class": "attention"},
+                 {"id": "d", "kind": "compute", "flops": 1e12, "blocks": 64, "class": "gemm",
+                  "precision": "fp8"})"),
+      "f.json");
+  const ComputeShape* a = w.compute_shape(*w.find_op("a"));
+  const ComputeShape* b = w.compute_shape(*w.find_op("b"));
+  const ComputeShape* c = w.compute_shape(*w.find_op("c"));
+  const ComputeShape* d = w.compute_shape(*w.find_op("d"));
+  ASSERT_TRUE(a && b && c && d);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, d);
+  EXPECT_EQ(c->cls, ComputeClass::kAttention);
+  EXPECT_EQ(d->precision, Precision::kFp8);
+  EXPECT_EQ(*a, (ComputeShape{1e12, 64, 0, ComputeClass::kGemm}));
+}
+
 struct Bad {
   const char* name;
   std::string ops;
