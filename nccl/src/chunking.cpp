@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -362,8 +363,10 @@ Choice plan_collective(const Tables& t, CollKind coll, Algorithm algo, Protocol 
   return out;
 }
 
-// addP2pToPlan / scheduleP2pTasksToPlan for one peer exchange of `bytes`.
-Choice plan_p2p(const Tables& t, CollKind coll, std::int64_t nbytes) {
+// addP2pToPlan / scheduleP2pTasksToPlan for one peer exchange of `bytes`; `pinned`: the protocol
+// when it is pinned (NCCL picks LL by size), with the chunk and channels NCCL sizes for it.
+Choice plan_p2p(const Tables& t, CollKind coll, std::int64_t nbytes,
+                std::optional<Protocol> pinned = std::nullopt) {
   const CommInfo& c = t.comm;
   Choice out;
   out.config.algo = Algorithm::kRing;
@@ -406,7 +409,8 @@ Choice plan_p2p(const Tables& t, CollKind coll, std::int64_t nbytes) {
       nch = static_cast<int>(div_up(bytes, piece_max));
       piece = std::min(bytes, piece_max);
     }
-    const bool proto_ll = ll_buffers && piece <= c.env.p2p_ll_threshold_bytes;
+    const bool proto_ll =
+        pinned ? *pinned == Protocol::kLL : ll_buffers && piece <= c.env.p2p_ll_threshold_bytes;
     out.config.proto = proto_ll ? Protocol::kLL : Protocol::kSimple;
     std::int64_t chunk = proto_ll ? c.env.ll_buffsize_bytes / kSteps : p2p_chunk;
     if (network) {
@@ -429,7 +433,9 @@ Choice plan_p2p(const Tables& t, CollKind coll, std::int64_t nbytes) {
     if (p2p_chunk * kSteps > c.env.buffsize_bytes) {
       p2p_chunk = c.env.buffsize_bytes / kSteps;
     }
-    const bool proto_ll = ll_buffers && bytes <= n_channels_max * c.env.p2p_ll_threshold_bytes;
+    const bool proto_ll =
+        pinned ? *pinned == Protocol::kLL
+               : ll_buffers && bytes <= n_channels_max * c.env.p2p_ll_threshold_bytes;
     const Protocol proto = proto_ll ? Protocol::kLL : Protocol::kSimple;
     out.config.proto = proto;
     std::int64_t step_size = proto_ll ? c.env.ll_buffsize_bytes / kSteps : p2p_chunk;
@@ -498,6 +504,17 @@ CommConfig config_for(const Tables& tables, CollKind coll, Algorithm algo, Proto
     throw Error(fmt::format("config_for: negative byte count {}", nbytes));
   }
   return plan_collective(tables, coll, algo, proto, nbytes, plugin_nchannels).config;
+}
+
+CommConfig p2p_config_for(const Tables& tables, CollKind coll, Protocol proto,
+                          std::int64_t nbytes) {
+  if (is_tuned(coll)) {
+    throw Error(fmt::format("internal: p2p_config_for called for {}", to_string(coll)));
+  }
+  if (nbytes < 0) {
+    throw Error(fmt::format("p2p_config_for: negative byte count {}", nbytes));
+  }
+  return plan_p2p(tables, coll, nbytes, proto).config;
 }
 
 Choice choose(const Tables& tables, CollKind coll, std::int64_t nbytes) {

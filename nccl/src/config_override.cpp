@@ -5,6 +5,7 @@
 
 #include "lagom/common/error.hpp"
 #include "lagom/nccl/legality.hpp"
+#include "lagom/nccl/tuning.hpp"
 
 namespace lagom::nccl {
 namespace {
@@ -57,8 +58,9 @@ CommConfig resolve_config(const Tables& tables, CollKind kind, std::int64_t byte
                         "applies, not {}",
                         to_string(kind), to_string(*pin.algo)));
       }
-      if (pin.proto) {
-        cfg.proto = *pin.proto;
+      if (pin.proto && *pin.proto != cfg.proto) {
+        // Its chunk is sized for the protocol (LL's buffer holds a fraction of Simple's chunk).
+        cfg = p2p_config_for(tables, kind, *pin.proto, bytes);
       }
     }
   }

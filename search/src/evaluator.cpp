@@ -98,17 +98,37 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
           std::max<std::int64_t>(folded, static_cast<std::int64_t>(g.gpus.size() / g.ranks.size()));
     }
   }
+  // A key (collective, size, nodes, ranks) is tuned when the models time at least one of its
+  // calls. Its class then holds every call of the key, measured ones too (traces::measured_member:
+  // such a call runs alone for its duration, but its configuration still sets the SMs it holds
+  // and its traffic under contention), since a plan's rule applies to every call of its key on
+  // replay; the search must run them as the replay will. A key whose calls are all measured is
+  // not tuned (no rule: they keep NCCL's choice).
+  const auto key_of = [&](traces::InstanceId i) -> std::optional<ClassKey> {
+    const traces::OpId op = graph.members(i).front();
+    const auto kind = traces::coll_kind_of(w.kind(op));
+    if (!kind || !plannable(*kind)) {
+      return std::nullopt;
+    }
+    const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
+    return ClassKey{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
+  };
+  std::set<ClassKey> modelled;
+  for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
+    if (const auto key = key_of(i); key && !traces::measured_member(w, graph, i)) {
+      modelled.insert(*key);
+    }
+  }
   for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
     const auto members = graph.members(i);
     const traces::OpId op = members.front();
-    const auto kind = traces::coll_kind_of(w.kind(op));
-    // A measured instance (any member given a duration) runs for that duration whatever its
-    // configuration: nothing to tune.
-    if (!kind || !plannable(*kind) || traces::measured_member(w, graph, i)) {
+    const std::optional<ClassKey> found = key_of(i);
+    if (!found || modelled.count(*found) == 0) {
       continue;
     }
+    const ClassKey& key = *found;
+    const auto kind = traces::coll_kind_of(w.kind(op));
     const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
-    const ClassKey key{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
     auto [it, fresh] = index.emplace(key, static_cast<std::int32_t>(classes_.size()));
     if (fresh) {
       CollClass c;
@@ -343,19 +363,31 @@ Evaluation Evaluator::run_on(Worker& worker,
 
 double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
   Worker& own = *workers_.front();
-  const char was_active = own.active[j];
-  const nccl::ConfigOverride was = own.current[j];
+  // Class j runs `c` while its calls are timed, and what it ran before afterwards, also when
+  // timing one throws (an illegal configuration): the next evaluation must not see `c`.
+  struct Restore {
+    Worker& w;
+    std::size_t j;
+    char active;
+    nccl::ConfigOverride current;
+    ~Restore() {
+      w.active[j] = active;
+      w.current[j] = current;
+    }
+  } restore{own, j, own.active[j], own.current[j]};
   own.active[j] = 1;
   own.current[j] = override_of(c);
   const traces::ExecutionGraph& graph = own.sim->graph();
   double us = 0;
   for (traces::OpId op : classes_[j].examples) {
-    // As the engine times an instance alone; a class holds no measured instance (the
-    // constructor), so that is the collective model under `c`.
-    us += cost_->standalone_time(w_, graph, op).us();
+    // As the engine times an instance alone: by its measured member's duration when it has one
+    // (then `c` does not set it), else by the collective model under `c`.
+    if (const auto m = traces::measured_member(w_, graph, graph.instance_of(op))) {
+      us += Time::ns(w_.duration_ns(*m)).us();
+    } else {
+      us += cost_->standalone_time(w_, graph, op).us();
+    }
   }
-  own.active[j] = was_active;
-  own.current[j] = was;
   return us;
 }
 

@@ -34,8 +34,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <optional>
 
+#include "lagom/common/error.hpp"
 #include "run.hpp"
 
 namespace lagom::search::internal {
@@ -124,24 +126,34 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
     });
     (native ? first : rest).push_back(r);
   }
+  // Class j's time alone under `c`, or NaN when the models refuse `c`: the probe's evaluation
+  // then reports the error, in candidate order, as without the bound.
+  const auto alone = [&](std::size_t j, const nccl::CommConfig& c) {
+    try {
+      return run.alone_comm_us(j, c);
+    } catch (const Error&) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+  };
   // Threads the first rounds leave idle simulate later ones ahead, the likeliest to be needed
   // first: those whose some class comes closest, alone, to its time under NCCL's choice.
-  std::vector<std::pair<double, std::size_t>> promise;
-  for (std::size_t r : rest) {
-    const Configs probe = probe_of(r);
-    double closest = kInf;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (probe[j]) {
-        closest =
-            std::min(closest, run.alone_comm_us(j, *probe[j]) / run.nccl_evaluation().comm_us[j]);
-      }
-    }
-    promise.emplace_back(closest, r);
-  }
-  std::sort(promise.begin(), promise.end());
   std::vector<std::size_t> ahead;
-  for (const auto& pr : promise) {
-    ahead.push_back(pr.second);
+  if (run.jobs() > 1) {
+    std::vector<std::pair<double, std::size_t>> promise;
+    for (std::size_t r : rest) {
+      const Configs probe = probe_of(r);
+      double closest = kInf;
+      for (std::size_t j = 0; j < n; ++j) {
+        const double ratio =
+            probe[j] ? alone(j, *probe[j]) / run.nccl_evaluation().comm_us[j] : kInf;
+        closest = ratio < closest ? ratio : closest;  // NaN (refused, or 0 / 0) ranks last
+      }
+      promise.emplace_back(closest, r);
+    }
+    std::sort(promise.begin(), promise.end());
+    for (const auto& pr : promise) {
+      ahead.push_back(pr.second);
+    }
   }
   run_rounds(first, ahead);
   std::erase_if(rest, [&](std::size_t r) {
@@ -150,7 +162,7 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
     }
     const Configs probe = probe_of(r);
     for (std::size_t j = 0; j < n; ++j) {
-      if (probe[j] && !(run.alone_comm_us(j, *probe[j]) > best[j])) {
+      if (probe[j] && !(alone(j, *probe[j]) > best[j])) {  // NaN: kept
         return false;
       }
     }

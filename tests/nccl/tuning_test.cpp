@@ -9,6 +9,7 @@
 
 #include "lagom/common/error.hpp"
 #include "lagom/nccl/comm_config.hpp"
+#include "lagom/nccl/config_override.hpp"
 #include "lagom/nccl/env.hpp"
 #include "lagom/nccl/legality.hpp"
 #include "test_util.hpp"
@@ -642,6 +643,32 @@ TEST(NcclDefault, PointToPoint) {
   const CommConfig a2a = choose(t, CollKind::kAllToAll, 64 * kMiB).config;
   EXPECT_EQ(a2a.proto, Protocol::kSimple);  // 8 MiB per peer > 512 KiB
   EXPECT_EQ(a2a.nchannels, 32);
+}
+
+// A plan that pins the p2p path's protocol (LL where NCCL runs Simple, or the reverse) gets the
+// chunk NCCL sizes for that protocol, not the other's: LL's buffer holds far less than Simple's
+// 512 KiB p2p chunk. (Pinning only the protocol used to keep Simple's chunk and fail the
+// legality check, which stopped `lagom tune` of every MoE step on dgx-h100 in NCCL's space.)
+TEST(NcclP2p, APinnedProtocolGetsItsOwnChunk) {
+  const Tables t = tune_model(h100_node());
+  for (CollKind coll : {CollKind::kAllToAll, CollKind::kSendRecv}) {
+    for (std::int64_t bytes : {std::int64_t{4} * kKiB, 128 * kMiB}) {
+      const CommConfig own = choose(t, coll, bytes).config;
+      for (Protocol p : {Protocol::kLL, Protocol::kSimple}) {
+        SCOPED_TRACE(::testing::Message()
+                     << to_string(coll) << " " << bytes << " " << to_string(p));
+        const CommConfig pinned = resolve_config(t, coll, bytes, ConfigOverride{{}, p, 0, 0, 0});
+        EXPECT_EQ(pinned.proto, p);
+        EXPECT_FALSE(why_illegal(t, coll, pinned).has_value());
+        if (p == own.proto) {
+          EXPECT_EQ(pinned, own);  // pinning NCCL's own protocol changes nothing
+        }
+        EXPECT_EQ(p2p_config_for(t, coll, p, bytes).chunk_bytes, pinned.chunk_bytes);
+      }
+      EXPECT_LT(p2p_config_for(t, coll, Protocol::kLL, bytes).chunk_bytes,
+                p2p_config_for(t, coll, Protocol::kSimple, bytes).chunk_bytes);
+    }
+  }
 }
 
 // ---- legality -----------------------------------------------------------------------------------

@@ -96,4 +96,9 @@ CommConfig default_config(const CommInfo& info, CollKind coll, std::int64_t nbyt
 CommConfig config_for(const Tables& tables, CollKind coll, Algorithm algo, Protocol proto,
                       std::int64_t nbytes, int plugin_nchannels = 0);
 
+// What NCCL's p2p path (AllToAll, SendRecv) runs with its protocol fixed: the chunk it sizes for
+// that protocol (LL's from the LL buffer, Simple's from the p2p chunk) and its channels. P2p
+// kinds only; the protocol may still be illegal here (LL across nodes without LL buffers).
+CommConfig p2p_config_for(const Tables& tables, CollKind coll, Protocol proto, std::int64_t nbytes);
+
 }  // namespace lagom::nccl

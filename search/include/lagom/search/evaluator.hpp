@@ -84,11 +84,11 @@ class Evaluator final {
   // that did not), without counting an evaluation.
   std::optional<Evaluation> kept(std::span<const std::optional<nccl::CommConfig>> configs) const;
   // A lower bound on Evaluation::comm_us[j] under `c`, without simulating: the class's calls
-  // each timed alone by the collective model, as the engine times an instance before contention
-  // (a class holds no measured instance: traces::measured_member). A call runs from its last member's arrival, and contention
-  // only slows it (docs/models.md §6, "nothing faster than alone"), so no evaluation of a
-  // candidate that runs class j with `c` has a shorter comm_us[j]. Uses the evaluator's own
-  // simulation: not during evaluate_all.
+  // each timed alone as the engine times an instance before contention (its measured member's
+  // duration, traces::measured_member, else the collective model). A call runs from its last
+  // member's arrival, and contention only slows it (docs/models.md §6, "nothing faster than
+  // alone"), so no evaluation of a candidate that runs class j with `c` has a shorter comm_us[j].
+  // Uses the evaluator's own simulation: not during evaluate_all.
   double alone_comm_us(std::size_t j, const nccl::CommConfig& c);
   // Candidates evaluated (a repeat counts: a real cluster would run that iteration again).
   std::int64_t evaluations() const { return evaluations_; }

@@ -54,8 +54,9 @@ class ExecutionGraph {
 // The member whose given duration (`duration_us` in a file) times instance `i`: the longest one,
 // the first in member order among equals; nullopt when no member carries one and a cost model
 // times the instance. One rule for everything that times an instance: the engine runs a measured
-// instance for that duration, the contention model scales its flows to it, and the searches leave
-// it out of their collective classes, since no NCCL configuration changes its time.
+// instance for that duration, the contention model scales its flows to it, and the searches count
+// that duration as its time alone (no NCCL configuration changes it, though its configuration
+// still sets its SMs and traffic under contention).
 std::optional<OpId> measured_member(const Workload& w, const ExecutionGraph& g, InstanceId i);
 
 // Matches communication and checks the program for deadlocks. Throws lagom::Error whose message

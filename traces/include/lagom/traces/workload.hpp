@@ -127,6 +127,11 @@ struct ComputeShape {
   bool operator==(const ComputeShape&) const = default;
 };
 
+// Hashes a ComputeShape by its fields' bits (with -0.0 flops taken as 0.0, which equals it).
+struct ComputeShapeHash {
+  std::size_t operator()(const ComputeShape& s) const;
+};
+
 // GEMMs run as square output tiles of this many elements a side, one thread block each
 // (sim/compute_model.hpp times them so).
 inline constexpr int kGemmTile = 128;
@@ -294,7 +299,10 @@ class WorkloadBuilder {
   std::unordered_map<std::string, std::uint32_t, LabelHash, std::equal_to<>> label_index_;
   std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
   std::vector<std::pair<OpId, nccl::ConfigOverride>> pinned_;
-  std::vector<std::pair<OpId, ComputeShape>> shapes_;
+  // Per op, an index into shape_table_, which holds each distinct shape once.
+  std::vector<std::pair<OpId, std::uint32_t>> shapes_;
+  std::vector<ComputeShape> shape_table_;
+  std::unordered_map<ComputeShape, std::uint32_t, ComputeShapeHash> shape_index_;
 };
 
 }  // namespace lagom::traces
