@@ -299,10 +299,7 @@ class WorkloadBuilder {
   std::unordered_map<std::string, std::uint32_t, LabelHash, std::equal_to<>> label_index_;
   std::vector<std::pair<OpId, OpId>> deps_;  // (op, dependency)
   std::vector<std::pair<OpId, nccl::ConfigOverride>> pinned_;
-  // Per op, an index into shape_table_, which holds each distinct shape once.
-  std::vector<std::pair<OpId, std::uint32_t>> shapes_;
-  std::vector<ComputeShape> shape_table_;
-  std::unordered_map<ComputeShape, std::uint32_t, ComputeShapeHash> shape_index_;
+  std::vector<std::pair<OpId, ComputeShape>> shapes_;
 };
 
 }  // namespace lagom::traces
