@@ -59,8 +59,12 @@ CommConfig resolve_config(const Tables& tables, CollKind kind, std::int64_t byte
                         to_string(kind), to_string(*pin.algo)));
       }
       if (pin.proto && *pin.proto != cfg.proto) {
-        // Its chunk is sized for the protocol (LL's buffer holds a fraction of Simple's chunk).
-        cfg = p2p_config_for(tables, kind, *pin.proto, bytes);
+        if (*pin.proto == Protocol::kLL || *pin.proto == Protocol::kSimple) {
+          // Its chunk is sized for the protocol (LL's buffer holds a fraction of Simple's chunk).
+          cfg = p2p_config_for(tables, kind, *pin.proto, bytes);
+        } else {
+          cfg.proto = *pin.proto;  // LL128: the legality check below refuses it, naming why
+        }
       }
     }
   }

@@ -71,6 +71,14 @@ std::optional<std::string> why_illegal_on(const CommInfo& c, const Tables* table
     if (p == Protocol::kLL128) {
       return fmt::format("{}: NCCL's p2p path uses LL or Simple, never LL128", what);
     }
+    if (p == Protocol::kLL && c.nnodes > 1 && !c.env.alloc_p2p_net_ll_buffers) {
+      // NCCL picks LL per connection, and a network one has no LL buffer unless asked: its peers
+      // would run Simple, which one protocol per call cannot model.
+      return fmt::format(
+          "{}: LL for {} across nodes: NCCL's network p2p connections have no LL buffers "
+          "(NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 allocates them), so those peers run Simple",
+          what, to_string(coll));
+    }
     return std::nullopt;
   }
 

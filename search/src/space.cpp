@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "lagom/nccl/legality.hpp"
+#include "lagom/nccl/tuning.hpp"
 
 namespace lagom::search {
 namespace {
@@ -99,19 +100,15 @@ std::vector<Subspace> subspaces(const nccl::Tables& tables, CollKind coll, std::
     }
   };
   if (!nccl::is_tuned(coll)) {
-    // NCCL's p2p path: its own schedule (Ring by convention), LL or Simple.
-    const CommConfig base = nccl::choose(tables, coll, bytes).config;
+    // NCCL's p2p path: its own schedule (Ring by convention), LL or Simple, each at what NCCL
+    // runs with that protocol (its chunk and channels; the same a plan's replay resolves).
     for (Protocol p : {Protocol::kLL, Protocol::kSimple}) {
-      CommConfig b = base;
-      b.algo = Algorithm::kRing;
-      b.proto = p;
-      if (p != base.proto) {
-        b.chunk_bytes = p == Protocol::kSimple ? kP2pSimpleChunk : 32 * 1024;
-        b.nthreads = 512;
-      }
+      const CommConfig b = nccl::p2p_config_for(tables, coll, p, bytes);
       if (legal(tables, coll, b)) {
-        keep(make_subspace(tables, coll, Algorithm::kRing, p, b,
-                           p == Protocol::kSimple ? kP2pSimpleChunk : 32 * 1024, options));
+        keep(make_subspace(
+            tables, coll, Algorithm::kRing, p, b,
+            std::max(b.chunk_bytes, p == Protocol::kSimple ? kP2pSimpleChunk : 32 * 1024),
+            options));
       }
     }
     return out;

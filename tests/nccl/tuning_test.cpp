@@ -650,6 +650,12 @@ TEST(NcclDefault, PointToPoint) {
 // 512 KiB p2p chunk. (Pinning only the protocol used to keep Simple's chunk and fail the
 // legality check, which stopped `lagom tune` of every MoE step on dgx-h100 in NCCL's space.)
 TEST(NcclP2p, APinnedProtocolGetsItsOwnChunk) {
+  const auto has = [](const std::string& msg, const char* word) {
+    return msg.find(word) != std::string::npos;
+  };
+  const auto why = [](const CommInfo& info, CollKind coll, const CommConfig& c) {
+    return why_illegal(info, coll, c).value_or("");
+  };
   const Tables t = tune_model(h100_node());
   for (CollKind coll : {CollKind::kAllToAll, CollKind::kSendRecv}) {
     for (std::int64_t bytes : {std::int64_t{4} * kKiB, 128 * kMiB}) {
@@ -667,8 +673,21 @@ TEST(NcclP2p, APinnedProtocolGetsItsOwnChunk) {
       }
       EXPECT_LT(p2p_config_for(t, coll, Protocol::kLL, bytes).chunk_bytes,
                 p2p_config_for(t, coll, Protocol::kSimple, bytes).chunk_bytes);
+      // LL128 is refused by name, not run as another protocol.
+      EXPECT_TRUE(
+          has(error_of([&] {
+                resolve_config(t, coll, bytes, ConfigOverride{{}, Protocol::kLL128, 0, 0, 0});
+              }),
+              "never LL128"));
     }
   }
+  // Across nodes NCCL's network p2p connections have no LL buffers unless asked for, so its
+  // network peers would run Simple: LL is refused there, and allowed with the buffers.
+  CommInfo two = h100_nodes(2);
+  const CommConfig ll = p2p_config_for(tune_model(two), CollKind::kAllToAll, Protocol::kLL, kMiB);
+  EXPECT_TRUE(has(why(two, CollKind::kAllToAll, ll), "NCCL_ALLOC_P2P_NET_LL_BUFFERS"));
+  two.env.alloc_p2p_net_ll_buffers = true;
+  EXPECT_EQ(why(two, CollKind::kAllToAll, ll), "");
 }
 
 // ---- legality -----------------------------------------------------------------------------------

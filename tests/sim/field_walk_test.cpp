@@ -75,7 +75,7 @@ traces::Workload step(int gpus, int gpn) {
           {{"stream": "c", "ops": [
             {{"id": "ar{}", "kind": "allreduce", "group": "all", "bytes": 67108864}},
             {{"id": "a2a{}", "kind": "alltoall", "group": "all", "bytes": 4194304,
-              "config": {{"proto": "LL", "nthreads": 64, "nchannels": 2}}}},
+              "config": {{"proto": "Simple", "nthreads": 64, "nchannels": 2}}}},
             {{"id": "ag{}", "kind": "allgather", "group": "all", "bytes": 16777216,
               "config": {{"algo": "Ring", "proto": "Simple", "nthreads": 64, "nchannels": 2}}}}]}},
           {{"stream": "ps", "ops": [{{"id": "s{}", "kind": "send", "peer": {}, "bytes": 16777216}}]}},
