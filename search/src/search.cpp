@@ -65,7 +65,10 @@ std::optional<Method> parse_method(std::string_view text) {
 SearchResult run_search(Evaluator& eval, const SearchOptions& options) {
   const MethodEntry& e = entry(options.method);
   eval.set_jobs(options.jobs);
-  return SearchRun(eval, options).run(e.method, e.walk, e.never_slower);
+  // Nothing to tune (every collective measured, or none): NCCL's choice, one evaluation, whatever
+  // the method (random would otherwise draw the one empty candidate its whole budget long).
+  return SearchRun(eval, options)
+      .run(e.method, eval.classes().empty() ? nccl_own : e.walk, e.never_slower);
 }
 
 }  // namespace lagom::search

@@ -375,6 +375,29 @@ TEST(SearchEvaluator, AMeasuredCallIsSearchedAsItsPlanReplays) {
   }
 }
 
+TEST(SearchMethods, AStepWithNothingToTuneTakesOneEvaluation) {
+  // Every collective measured: no class. Each method reports NCCL's step in one evaluation (random
+  // used to draw the one empty candidate its whole budget long).
+  const traces::Workload w = workload(
+      R"([{"rank": 0, "streams": [{"stream": "c", "ops": [{"id": "a0", "kind": "allreduce",
+            "group": "world", "bytes": 1048576, "duration_us": 50}]}]},
+          {"rank": 1, "streams": [{"stream": "c", "ops": [{"id": "a1", "kind": "allreduce",
+            "group": "world", "bytes": 1048576, "duration_us": 60}]}]}])",
+      R"({"world": [0, 1]})");
+  Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
+  ASSERT_TRUE(eval.classes().empty());
+  for (Method m : {Method::kAutoCcl, Method::kLagom, Method::kExhaustive, Method::kRandom}) {
+    SearchOptions o;
+    o.method = m;
+    o.budget = 50;
+    const SearchResult r = search::run_search(eval, o);
+    EXPECT_EQ(r.evaluations, 1) << search::to_string(m);
+    EXPECT_EQ(r.step_time, r.nccl_step_time);
+    EXPECT_EQ(r.method, m);
+    EXPECT_TRUE(r.plan.rules.empty());
+  }
+}
+
 TEST(SearchEvaluator, WrongNumberOfConfigsIsAnError) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
