@@ -154,6 +154,7 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
       stands_for = span > 0 ? std::max<std::int64_t>(1, folded * held / span) : folded;
     }
     c.step_calls += stands_for;
+    c.nccl_varies = c.nccl_varies || cost_->config_for(op) != c.nccl;
     c.examples.push_back(op);
     tables[static_cast<std::size_t>(it->second)].insert(&cost_->nccl_tables(op));
     for (traces::OpId m : members) {

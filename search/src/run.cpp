@@ -114,8 +114,8 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
     ch.time_us = final_eval.comm_us[j] / c.calls;
     ch.nccl_time_us = nccl_eval_.comm_us[j] / c.calls;
     r.choices.push_back(ch);
-    if (method == Method::kNccl) {
-      continue;
+    if (method == Method::kNccl || (!best[j] && c.nccl_varies)) {
+      continue;  // NCCL's own choice, which a rule could not give each of its communicators
     }
     PlanRule rule;
     rule.coll = c.coll;

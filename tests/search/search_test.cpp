@@ -375,6 +375,48 @@ TEST(SearchEvaluator, AMeasuredCallIsSearchedAsItsPlanReplays) {
   }
 }
 
+TEST(SearchMethods, AClassWhoseCommunicatorsDifferKeepsEachOnesOwnChoice) {
+  // Two-GPU all-reduces of one size on NVLink pairs (0, 1), (2, 3) and on PCIe pairs (4, 6),
+  // (5, 7) of an A40 node: one class, whose NCCL choice differs between its communicators. A plan
+  // that leaves it at NCCL's choice must not pin the first communicator's configuration on all of
+  // them, or its replay is another step (a review: 1247.1 us reported, 1232.7 replayed).
+  const char* group_of[] = {"nv01", "nv01", "nv23", "nv23", "pc46", "pc57", "pc46", "pc57"};
+  std::string ranks;
+  for (int r = 0; r < 8; ++r) {
+    std::string comp;
+    std::string comm;
+    for (int i = 0; i < 3; ++i) {
+      comp += fmt::format(R"({}{{"id": "r{}.c{}", "kind": "compute", "flops": 5e9,
+                              "bytes": 16777216, "blocks": 512, "class": "gemm"}})",
+                          i > 0 ? ", " : "", r, i);
+      comm += fmt::format(R"({}{{"id": "r{}.a{}", "kind": "allreduce", "group": "{}",
+                              "bytes": 1048576, "deps": ["r{}.c{}"]}})",
+                          i > 0 ? ", " : "", r, i, group_of[r], r, i);
+    }
+    ranks += fmt::format(R"({}{{"rank": {}, "streams": [{{"stream": "compute", "ops": [{}]}},
+                              {{"stream": "comm", "ops": [{}]}}]}})",
+                         r > 0 ? ", " : "", r, comp, comm);
+  }
+  const traces::Workload w = workload(
+      "[" + ranks + "]", R"({"nv01": [0, 1], "nv23": [2, 3], "pc46": [4, 6], "pc57": [5, 7]})");
+  for (Resources res : {Resources::kNccl, Resources::kFull}) {
+    Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kFine, res});
+    ASSERT_EQ(eval.classes().size(), 1U);
+    EXPECT_TRUE(eval.classes()[0].nccl_varies);
+    for (Method m : {Method::kLagom, Method::kAutoCcl, Method::kRandom}) {
+      SCOPED_TRACE(::testing::Message() << search::to_string(m) << " " << search::to_string(res));
+      SearchOptions o;
+      o.method = m;
+      o.budget = m == Method::kRandom ? 2 : 0;  // random's two draws keep NCCL's choice
+      const SearchResult r = search::run_search(eval, o);
+      EXPECT_EQ(simulate_step(w, &r.plan).step_time, r.step_time);
+      if (r.step_time == r.nccl_step_time) {
+        EXPECT_TRUE(r.plan.rules.empty());
+      }
+    }
+  }
+}
+
 TEST(SearchMethods, AStepWithNothingToTuneTakesOneEvaluation) {
   // Every collective measured: no class. Each method reports NCCL's step in one evaluation (random
   // used to draw the one empty candidate its whole budget long).

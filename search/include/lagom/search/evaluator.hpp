@@ -38,7 +38,11 @@ struct CollClass {
   std::int64_t step_calls = 0;
   std::vector<traces::OpId> examples;  // one member op per instance
   nccl::CommConfig nccl;               // NCCL's own choice (of the first instance's communicator)
-  std::vector<Subspace> subspaces;     // legal on every communicator of the class
+  // NCCL's own choice differs between the class's communicators (pairs over NVLink and over PCIe
+  // of one size): a plan that leaves the class at NCCL's choice then writes no rule for it, since
+  // one rule would give every communicator the first one's configuration on replay.
+  bool nccl_varies = false;
+  std::vector<Subspace> subspaces;  // legal on every communicator of the class
 };
 
 struct Evaluation {
