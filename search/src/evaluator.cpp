@@ -104,38 +104,34 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
   // and its traffic under contention), since a plan's rule applies to every call of its key on
   // replay; the search must run them as the replay will. A key whose calls are all measured is
   // not tuned (no rule: they keep NCCL's choice).
-  const auto key_of = [&](traces::InstanceId i) -> std::optional<ClassKey> {
+  std::vector<std::optional<ClassKey>> keys(graph.instance_count());
+  std::set<ClassKey> modelled;
+  for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
     const traces::OpId op = graph.members(i).front();
     const auto kind = traces::coll_kind_of(w.kind(op));
     if (!kind || !plannable(*kind)) {
-      return std::nullopt;
+      continue;
     }
     const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
-    return ClassKey{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
-  };
-  std::set<ClassKey> modelled;
-  for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
-    if (const auto key = key_of(i); key && !traces::measured_member(w, graph, i)) {
-      modelled.insert(*key);
+    keys[i] = ClassKey{static_cast<int>(*kind), w.bytes(op), info.nnodes, info.nranks};
+    if (!traces::measured_member(w, graph, i)) {
+      modelled.insert(*keys[i]);
     }
   }
   for (traces::InstanceId i = 0; i < graph.instance_count(); ++i) {
-    const auto members = graph.members(i);
-    const traces::OpId op = members.front();
-    const std::optional<ClassKey> found = key_of(i);
-    if (!found || modelled.count(*found) == 0) {
+    if (!keys[i] || modelled.count(*keys[i]) == 0) {
       continue;
     }
-    const ClassKey& key = *found;
-    const auto kind = traces::coll_kind_of(w.kind(op));
-    const topologies::CommunicatorInfo& info = cost_->communicator_info(op);
-    auto [it, fresh] = index.emplace(key, static_cast<std::int32_t>(classes_.size()));
+    const auto members = graph.members(i);
+    const traces::OpId op = members.front();
+    const auto& [kind, bytes, nnodes, nranks] = *keys[i];
+    auto [it, fresh] = index.emplace(*keys[i], static_cast<std::int32_t>(classes_.size()));
     if (fresh) {
       CollClass c;
-      c.coll = *kind;
-      c.bytes = w.bytes(op);
-      c.nnodes = info.nnodes;
-      c.nranks = info.nranks;
+      c.coll = static_cast<nccl::CollKind>(kind);
+      c.bytes = bytes;
+      c.nnodes = nnodes;
+      c.nranks = nranks;
       c.nccl = cost_->config_for(op);
       classes_.push_back(std::move(c));
       tables.emplace_back();

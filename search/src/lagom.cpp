@@ -126,14 +126,24 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
     });
     (native ? first : rest).push_back(r);
   }
-  // Class j's time alone under `c`, or NaN when the models refuse `c`: the probe's evaluation
-  // then reports the error, in candidate order, as without the bound.
-  const auto alone = [&](std::size_t j, const nccl::CommConfig& c) {
-    try {
-      return run.alone_comm_us(j, c);
-    } catch (const Error&) {
-      return std::numeric_limits<double>::quiet_NaN();
+  // Class j's time alone in round r's probe, or NaN when the models refuse it (the probe's
+  // evaluation then reports the error, in candidate order, as without the bound). Computed once:
+  // the ranking and the skip both read it, and a class's calls are timed one by one.
+  std::vector<std::optional<double>> alone_in(rounds * n);
+  const auto alone = [&](std::size_t r, std::size_t j) {
+    std::optional<double>& cell = alone_in[r * n + j];
+    if (!cell) {
+      cell = kInf;  // no probe for the class in this round
+      if (r < classes[j].subspaces.size()) {
+        try {
+          cell = run.alone_comm_us(
+              j, config_of(classes[j], nccl_point(classes[j], static_cast<int>(r))));
+        } catch (const Error&) {
+          cell = std::numeric_limits<double>::quiet_NaN();
+        }
+      }
     }
+    return *cell;
   };
   // Threads the first rounds leave idle simulate later ones ahead, the likeliest to be needed
   // first: those whose some class comes closest, alone, to its time under NCCL's choice.
@@ -141,11 +151,9 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
   if (run.jobs() > 1) {
     std::vector<std::pair<double, std::size_t>> promise;
     for (std::size_t r : rest) {
-      const Configs probe = probe_of(r);
       double closest = kInf;
       for (std::size_t j = 0; j < n; ++j) {
-        const double ratio =
-            probe[j] ? alone(j, *probe[j]) / run.nccl_evaluation().comm_us[j] : kInf;
+        const double ratio = alone(r, j) / run.nccl_evaluation().comm_us[j];
         closest = ratio < closest ? ratio : closest;  // NaN (refused, or 0 / 0) ranks last
       }
       promise.emplace_back(closest, r);
@@ -160,9 +168,8 @@ void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
     if (!run.options().lagom_probe_bound) {
       return false;
     }
-    const Configs probe = probe_of(r);
     for (std::size_t j = 0; j < n; ++j) {
-      if (probe[j] && !(alone(j, *probe[j]) > best[j])) {  // NaN: kept
+      if (r < classes[j].subspaces.size() && !(alone(r, j) > best[j])) {  // NaN: kept
         return false;
       }
     }

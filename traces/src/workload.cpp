@@ -21,22 +21,25 @@ constexpr std::array<std::string_view, kOpKindCount> kKindNames = {
     "compute",   "memcpy", "allreduce", "allgather", "reducescatter",
     "broadcast", "reduce", "alltoall",  "send",      "recv"};
 
+// Hashes a ComputeShape by its fields' bits (with -0.0 flops taken as 0.0, which equals it).
+struct ComputeShapeHash {
+  std::size_t operator()(const ComputeShape& s) const {
+    std::uint64_t h = std::bit_cast<std::uint64_t>(s.flops + 0.0);  // -0.0 + 0.0 is +0.0
+    for (std::uint64_t v : {std::uint64_t{static_cast<std::uint32_t>(s.blocks)},
+                            std::uint64_t{static_cast<std::uint32_t>(s.blocks_per_sm)},
+                            std::uint64_t{static_cast<std::uint8_t>(s.cls)},
+                            std::uint64_t{static_cast<std::uint8_t>(s.precision)}}) {
+      h = (h ^ v) * 0x100000001b3ULL + (h >> 29);
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
+
 std::string prefix(std::string_view where) {
   return where.empty() ? std::string() : fmt::format("{}: ", where);
 }
 
 }  // namespace
-
-std::size_t ComputeShapeHash::operator()(const ComputeShape& s) const {
-  std::uint64_t h = std::bit_cast<std::uint64_t>(s.flops + 0.0);  // -0.0 + 0.0 is +0.0
-  for (std::uint64_t v : {std::uint64_t{static_cast<std::uint32_t>(s.blocks)},
-                          std::uint64_t{static_cast<std::uint32_t>(s.blocks_per_sm)},
-                          std::uint64_t{static_cast<std::uint8_t>(s.cls)},
-                          std::uint64_t{static_cast<std::uint8_t>(s.precision)}}) {
-    h = (h ^ v) * 0x100000001b3ULL + (h >> 29);
-  }
-  return static_cast<std::size_t>(h);
-}
 
 std::string_view to_string(OpKind kind) {
   return kKindNames[static_cast<std::size_t>(kind)];

@@ -127,11 +127,6 @@ struct ComputeShape {
   bool operator==(const ComputeShape&) const = default;
 };
 
-// Hashes a ComputeShape by its fields' bits (with -0.0 flops taken as 0.0, which equals it).
-struct ComputeShapeHash {
-  std::size_t operator()(const ComputeShape& s) const;
-};
-
 // GEMMs run as square output tiles of this many elements a side, one thread block each
 // (sim/compute_model.hpp times them so).
 inline constexpr int kGemmTile = 128;
