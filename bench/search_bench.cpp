@@ -54,6 +54,7 @@ void tune(benchmark::State& state, TuneCase c, search::Method method, search::Re
   cfg.seq = c.seq;
   cfg.overlap = c.overlap;
   cfg.fold_dp = c.fold;
+  cfg.fold_tp = c.fold;  // as the searches do: only where exact (models::tp_folds_exactly)
   const models::Parallelism par = models::parse_parallelism(c.parallel);
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -89,9 +90,11 @@ TuneCase fsdp_case(bool fold) {
 }
 
 // Phi-2 with tp=8 and Domino overlap on one a40-nvlink node (Table 2's TP row, mbs 8, gbs 512):
-// the largest Table 2 step per evaluation (its 64 micro-batches of TP all-reduces).
-TuneCase tp_case() {
+// the largest Table 2 step per evaluation (its 64 micro-batches of TP all-reduces). Folded (as
+// `lagom tune` runs it) one rank stands for the 8; unfolded all 8 are simulated.
+TuneCase tp_case(bool fold) {
   TuneCase c;
+  c.fold = fold;
   c.model = "phi-2";
   c.parallel = "tp=8";
   c.mbs = 8;
@@ -118,12 +121,16 @@ TuneCase gpt3_case() {
 }  // namespace
 
 void register_search_benchmarks() {
-  for (int jobs : {1, 2}) {
-    benchmark::RegisterBenchmark(
-        fmt::format("BM_Tune/phi-2/tp8-domino/a40-nvlink/full/lagom/j{}", jobs).c_str(), tune,
-        tp_case(), search::Method::kLagom, search::Resources::kFull, jobs, defaults)
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(1);
+  for (bool fold : {true, false}) {
+    for (int jobs : {1, 2}) {
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_Tune/phi-2/tp8-domino/a40-nvlink/full/lagom{}/j{}",
+                      fold ? "" : "/unfolded", jobs)
+              .c_str(),
+          tune, tp_case(fold), search::Method::kLagom, search::Resources::kFull, jobs, defaults)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1);
+    }
   }
   if (const char* env = std::getenv("LAGOM_BENCH_SCALE"); env != nullptr && env[0] == '1') {
     for (int jobs : {1, 2}) {

@@ -122,6 +122,7 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
     throw Error(fmt::format("--recompute '{}': expected full, selective or none", opts.recompute));
   }
   cfg.fold_dp = opts.fold;
+  cfg.fold_tp = opts.fold_tp;
   if (opts.gbs > 0) {
     cfg.gbs = opts.gbs;
   } else {

@@ -26,6 +26,9 @@ struct ModelOptions {
   // would not be exact (an oversubscribed fabric), load_step_input runs it unfolded instead of
   // refusing.
   bool fold_by_default = false;
+  // Fold tensor-parallel ranks too where that is exact (models::TrainingConfig::fold_tp): the
+  // searches' choice, not an option.
+  bool fold_tp = false;
   double gpu_memory_bytes = 0;  // > 0: refuse steps that do not fit
   std::vector<int> down_nodes;  // --down-node: replicas using these nodes are dropped
   std::string placement;        // --placement FILE (docs/formats/placement.md); empty: packed

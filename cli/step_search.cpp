@@ -209,6 +209,9 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
   const bool asked = mo.fold;
   mo.fold = !t.no_fold && model_requested(mo, vm) && !replicas_may_differ(hw, mo);
   mo.fold_by_default = mo.fold && !asked;
+  // Tensor-parallel ranks fold where they are the step's only parallelism (exact whatever the
+  // fabric: each collective still loads every link it crosses).
+  mo.fold_tp = mo.fold;
   SearchSetup s;
   s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));
   const Hardware& h = *s.step->hardware;

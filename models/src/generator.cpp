@@ -97,7 +97,7 @@ class Generator {
       : m_(m),
         p_(p),
         c_(c),
-        layout_(p, c.fold_dp, &c_.placement),
+        layout_(p, c.fold_dp, c.fold_tp && tp_folds_exactly(p, c), &c_.placement),
         b_(static_cast<std::uint32_t>(layout_.rank_count())) {
     seq_ = c.seq > 0 ? c.seq : m.seq_len;
     lseq_ = static_cast<double>(seq_) / p.cp;
@@ -1217,6 +1217,10 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
   return e;
 }
 
+bool tp_folds_exactly(const Parallelism& p, const TrainingConfig& c) {
+  return p.tp > 1 && p.world() == p.tp && c.placement.empty();
+}
+
 namespace {
 
 // The rules generate_step checks before generating; returns the micro-batches per pipeline.
@@ -1442,7 +1446,7 @@ StepSize count_step_ops(const ModelSpec& m, const Parallelism& p, const Training
   Generator g(m, p, probe);
   const std::vector<std::uint64_t> one = g.stage_op_counts(q);
   const std::vector<std::uint64_t> two = g.stage_op_counts(2 * q);
-  const internal::RankLayout layout(p, c.fold_dp);
+  const internal::RankLayout layout(p, c.fold_dp, c.fold_tp && tp_folds_exactly(p, c));
   StepSize out;
   out.ranks = static_cast<std::uint64_t>(layout.rank_count());
   const double per_stage = static_cast<double>(out.ranks) / p.pp;

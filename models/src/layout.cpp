@@ -12,9 +12,10 @@ using traces::GroupId;
 using traces::Rank;
 
 Coord RankLayout::coord(int r) const {
-  const int dp = fold_ > 1 ? 1 : p_.dp;
-  const int tc = p_.tp * p_.cp;
-  return Coord{r % p_.tp, (r / p_.tp) % p_.cp, (r / tc) % p_.ep, (r / (tc * p_.ep)) % dp,
+  const int dp = p_.dp / dp_fold_;
+  const int tp = p_.tp / tp_fold_;
+  const int tc = tp * p_.cp;
+  return Coord{r % tp, (r / tp) % p_.cp, (r / tc) % p_.ep, (r / (tc * p_.ep)) % dp,
                r / (tc * p_.ep * dp)};
 }
 
@@ -25,14 +26,15 @@ int RankLayout::gpu_of(const Coord& c) const {
 }
 
 int RankLayout::rank_of(const Coord& c) const {
-  const int dp = fold_ > 1 ? 1 : p_.dp;
-  return c.tp + p_.tp * (c.cp + p_.cp * (c.ep + p_.ep * (c.dp + dp * c.pp)));
+  const int dp = p_.dp / dp_fold_;
+  const int tp = p_.tp / tp_fold_;
+  return c.tp + tp * (c.cp + p_.cp * (c.ep + p_.ep * (c.dp + dp * c.pp)));
 }
 
 namespace {
 
 // One communicator per set of GPUs that vary only along `vary`'s axis. Workload members are the
-// positions that are simulated (replica 0 when folding); `gpus` all of them.
+// positions that are simulated (RankLayout::simulated); `gpus` all of them.
 template <typename Vary>
 void build_groups(const RankLayout& layout, traces::WorkloadBuilder& b, std::vector<GroupId>& of,
                   std::string_view prefix, Vary vary, int size) {
@@ -50,7 +52,7 @@ void build_groups(const RankLayout& layout, traces::WorkloadBuilder& b, std::vec
     for (int i = 0; i < size; ++i) {
       const Coord c = vary(layout.coord(r), i);
       gpus.push_back(static_cast<std::uint32_t>(layout.gpu_of(c)));
-      if (!folded || c.dp == 0) {
+      if (layout.simulated(c)) {
         members.push_back(static_cast<Rank>(layout.rank_of(c)));
       }
     }

@@ -17,28 +17,36 @@ struct Coord {
   int tp, cp, ep, dp, pp;
 };
 
-// With folding, the workload holds data-parallel replica 0 only and workload rank r stands for
-// all its replicas; `gpu_of` still names every cluster GPU.
+// With folding, the workload holds data-parallel replica 0 only (fold_dp), or tensor-parallel
+// rank 0 only (fold_tp), and workload rank r stands for the GPUs it folds; `gpu_of` still names
+// every cluster GPU.
 class RankLayout {
  public:
   // `placement` (TrainingConfig::placement): the cluster GPU of each layout position; empty:
   // position i is GPU i. Must outlive the layout.
-  RankLayout(const Parallelism& p, bool fold_dp,
+  RankLayout(const Parallelism& p, bool fold_dp, bool fold_tp = false,
              const std::vector<std::uint32_t>* placement = nullptr)
       : p_(p),
-        fold_(fold_dp ? p.dp : 1),
+        dp_fold_(fold_dp ? p.dp : 1),
+        tp_fold_(fold_tp ? p.tp : 1),
         placement_(placement != nullptr && !placement->empty() ? placement : nullptr) {}
   bool placed() const { return placement_ != nullptr; }
-  int fold() const { return fold_; }  // data-parallel replicas each workload rank stands for
+  int fold() const { return dp_fold_ * tp_fold_; }  // GPUs each workload rank stands for
+  // Whether a position is simulated (data-parallel replica 0 and tensor-parallel rank 0 of what
+  // is folded).
+  bool simulated(const Coord& c) const {
+    return (dp_fold_ == 1 || c.dp == 0) && (tp_fold_ == 1 || c.tp == 0);
+  }
   // An int: generate_step refuses a world above Parallelism::kMaxGpus (2^24).
-  int rank_count() const { return static_cast<int>(p_.world() / fold_); }
+  int rank_count() const { return static_cast<int>(p_.world() / fold()); }
   Coord coord(int rank) const;
   int gpu_of(const Coord& c) const;   // the cluster GPU
-  int rank_of(const Coord& c) const;  // the workload rank (c.dp == 0 when folded)
+  int rank_of(const Coord& c) const;  // the workload rank of a simulated position
 
  private:
   Parallelism p_;
-  int fold_ = 1;
+  int dp_fold_ = 1;
+  int tp_fold_ = 1;
   const std::vector<std::uint32_t>* placement_ = nullptr;
 };
 

@@ -340,6 +340,29 @@ TEST(TuneCli, FoldedAndUnfoldedStepsGiveTheSamePlan) {
   EXPECT_EQ(slurp(folded), slurp(unfolded));
 }
 
+TEST(TuneCli, ATensorParallelStepFoldsToOneRankWithTheSamePlan) {
+  // docs/search.md: where tensor parallelism is the step's only parallelism, one tensor-parallel
+  // rank stands for all (models::tp_folds_exactly). Phi-2 tp=8 with Domino on cluster A: the
+  // same plan, step time and per-class times as the 8 ranks simulated, in the full space.
+  TempDir tmp;
+  const std::vector<std::string> step{
+      "--model", "phi-2", "--parallel", "tp=8",   "--mbs",     "2",          "--gbs",   "4",
+      "--seq",   "512",   "--overlap",  "domino", "--cluster", "a40-nvlink", "--space", "full"};
+  const std::string folded = (tmp.path() / "folded.json").string();
+  const std::string unfolded = (tmp.path() / "unfolded.json").string();
+  const nlohmann::json a =
+      json_or_throw(run_lagom(cmd("tune", {"--method", "lagom", "--out", folded, "--json"}, step)));
+  const nlohmann::json b = json_or_throw(run_lagom(
+      cmd("tune", {"--method", "lagom", "--no-fold", "--out", unfolded, "--json"}, step)));
+  EXPECT_EQ(a["context"]["folded_replicas"], 8);
+  EXPECT_FALSE(b["context"].contains("folded_replicas"));
+  EXPECT_EQ(a["step_time_us"], b["step_time_us"]);
+  EXPECT_EQ(a["nccl_step_time_us"], b["nccl_step_time_us"]);
+  EXPECT_EQ(a["evaluations"], b["evaluations"]);
+  EXPECT_EQ(a["classes"], b["classes"]);
+  EXPECT_EQ(slurp(folded), slurp(unfolded));
+}
+
 const std::vector<std::string> kWorkloadStep{"--workload", data_path("workloads/overlap-2gpu.json"),
                                              "--cluster", "a40-nvlink"};
 

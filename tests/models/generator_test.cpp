@@ -1627,6 +1627,73 @@ TEST(GeneratorFold, FoldedExpertParallelStepHasTheSameStepTime) {
   EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
 }
 
+// Tensor-parallel ranks fold where they are the step's only parallelism (tp_folds_exactly):
+// one rank stands for all, each collective is still one instance sized and routed by every GPU
+// of the communicator, and the ranks left out would run the same kernels beside it. Exact on
+// hosts whose GPUs sit differently (the A40 pairs on NVLink bridges, PCIe switches, one NIC per
+// node), on one node and across two, with and without Domino and sequence parallelism.
+TEST(GeneratorFold, TensorParallelRanksFoldToTheSameStepTime) {
+  const ModelSpec m = tiny();
+  struct Case {
+    const char* cluster;
+    int nodes;
+    const char* par;
+    Overlap overlap;
+    bool recompute;
+  };
+  for (const Case& k : {Case{"a40-nvlink", 1, "tp=8", Overlap::kDomino, false},
+                        Case{"a40-pcie", 1, "tp=4,sp", Overlap::kNone, true},
+                        Case{"dgx-h100", 1, "tp=8,sp", Overlap::kDomino, false},
+                        Case{"a40-nvlink", 2, "tp=16", Overlap::kNone, false}}) {
+    SCOPED_TRACE(fmt::format("{} on {} x{}", k.par, k.cluster, k.nodes));
+    const Parallelism p = parse_parallelism(k.par);
+    ModelSpec mm = m;
+    mm.heads = 16;
+    mm.kv_heads = 16;
+    const Hardware hw = hardware(k.cluster, k.nodes);
+    TrainingConfig c = config(2, 4, 512, k.recompute);
+    c.overlap = k.overlap;
+    ASSERT_TRUE(tp_folds_exactly(p, c));
+    const GeneratedStep full = generate_step(mm, p, c);
+    c.fold_tp = true;
+    const GeneratedStep folded = generate_step(mm, p, c);
+    EXPECT_EQ(folded.workload.rank_count(), 1u);
+    EXPECT_EQ(folded.folded_replicas, p.tp);
+    expect_rel(p.tp * folded.figures.flops, full.figures.flops, 1e-12, "flops");
+    for (int kind = 0; kind < traces::kOpKindCount; ++kind) {
+      EXPECT_EQ(p.tp * folded.figures.comm_bytes[static_cast<std::size_t>(kind)],
+                full.figures.comm_bytes[static_cast<std::size_t>(kind)]);
+    }
+    for (const traces::Group& g : folded.workload.groups()) {
+      EXPECT_EQ(g.ranks.size(), 1u) << g.name;
+      EXPECT_EQ(g.cluster_gpus().size(), static_cast<std::size_t>(p.tp)) << g.name;
+    }
+    EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
+  }
+}
+
+TEST(GeneratorFold, TensorParallelRanksFoldOnlyWhereNothingElseWouldGoMissing) {
+  // With another communicator the ranks left out would each run their own copy of its traffic
+  // (a data-parallel all-reduce, a pipeline send) beside the one kept, on links they may share:
+  // fold_tp leaves such steps unfolded.
+  const ModelSpec m = tiny();
+  TrainingConfig c = config(1, 4);
+  c.fold_tp = true;
+  for (const char* par : {"tp=2,dp=2", "tp=2,pp=2", "tp=2,cp=2", "tp=1,dp=4"}) {
+    const Parallelism p = parse_parallelism(par);
+    EXPECT_FALSE(tp_folds_exactly(p, c)) << par;
+    EXPECT_EQ(generate_step(m, p, c).workload.rank_count(), 4u) << par;
+  }
+  // A placement can set tensor-parallel ranks on GPUs that differ (around a down node).
+  TrainingConfig placed = c;
+  placed.placement = {3, 2, 1, 0};
+  EXPECT_FALSE(tp_folds_exactly(parse_parallelism("tp=4"), placed));
+  EXPECT_EQ(generate_step(m, parse_parallelism("tp=4"), placed).workload.rank_count(), 4u);
+  // Folding data-parallel replicas and tensor-parallel ranks of a tp-only step: one rank.
+  c.fold_dp = true;
+  EXPECT_EQ(generate_step(m, parse_parallelism("tp=4"), c).workload.rank_count(), 1u);
+}
+
 // --- Chakra -------------------------------------------------------------------------------------
 
 TEST(GeneratorChakra, RoundTripOfAGeneratedStepSimulatesIdentically) {

@@ -89,6 +89,13 @@ struct TrainingConfig {
   // 16,384 / dp ranks. Replicas behave identically (same program, same communicator positions),
   // so the step time is the same; per-rank figures stand for dp GPUs each.
   bool fold_dp = false;
+  // Fold identical tensor-parallel ranks too, where that is exact (tp_folds_exactly: the tensor-
+  // parallel communicators are the step's only ones): generate tensor-parallel rank 0 only,
+  // its communicators still spanning every rank's GPUs. Each collective is still one instance
+  // sized and routed by all its GPUs, and the ranks it stands for would run the same kernels
+  // beside it at the same times, so the step time is the same. Ignored where it would not be
+  // exact. The searches set it (`lagom tune`, `compare`, `reproduce`; `--no-fold` clears it).
+  bool fold_tp = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP/ZeRO gradient bucket (PyTorch's 25 MiB)
   // The cluster GPU of each position of the layout (world() entries, in Megatron's order);
   // empty: position i runs on GPU i. Set by place_around_down_nodes.
@@ -127,11 +134,16 @@ struct StepFigures {
 
 struct GeneratedStep {
   traces::Workload workload;
-  int folded_replicas = 1;  // GPUs each workload rank stands for (TrainingConfig::fold_dp)
+  int folded_replicas = 1;  // GPUs each workload rank stands for (fold_dp and fold_tp)
   MemoryEstimate memory;    // of the most loaded GPU (first pipeline stage)
   StepFigures figures;
   std::string description;  // "llama3-8b, fsdp=16, mbs 1, gbs 32, seq 8192, bf16"
 };
+
+// Whether TrainingConfig::fold_tp folds this step: tp > 1 is its only parallelism (no pipeline,
+// data-, context- or expert-parallel communicator whose other ranks' traffic would go missing)
+// and no placement (which could set the ranks on GPUs that differ).
+bool tp_folds_exactly(const Parallelism& par, const TrainingConfig& cfg);
 
 // Checks that the parallelism fits the model and batch (degrees divide GPUs, layers, heads,
 // experts; batch sizes divide) and generates the step. lagom::Error names the rule broken.
