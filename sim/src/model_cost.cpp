@@ -109,6 +109,7 @@ ModelCost::~ModelCost() = default;
 std::unique_ptr<ModelCost> ModelCost::sibling() const {
   std::unique_ptr<ModelCost> c(new ModelCost(*this));
   c->source_ = nullptr;
+  c->timed_.clear();
   return c;
 }
 
@@ -239,8 +240,32 @@ Time ModelCost::model_time(traces::OpId op) const {
           2.0 * static_cast<double>(w_.bytes(op)) /
           (profile_.gpu.hbm_GBps.value * profile_.contention.hbm_efficiency.value * 1e3));
     default:
-      return Time::from_us(estimate(op).time_us);
+      return Time::from_us(collective_alone_us(op));
   }
+}
+
+double ModelCost::collective_alone_us(traces::OpId op) const {
+  const traces::GroupId group = w_.group(op);
+  const traces::OpKind kind = w_.kind(op);
+  if (group == traces::kNoGroup || traces::is_p2p(kind)) {
+    return estimate(op).time_us;  // a send's path depends on its two ranks
+  }
+  const nccl::ConfigOverride* asked = source_ != nullptr ? source_->override_for(op) : nullptr;
+  if (asked == nullptr) {
+    asked = w_.pinned_config(op);
+  }
+  const nccl::ConfigOverride want = asked != nullptr ? *asked : nccl::ConfigOverride{};
+  const std::int64_t bytes = w_.bytes(op);
+  for (const TimedCollective& t : timed_) {
+    if (t.group == group && t.kind == kind && t.bytes == bytes && t.asked == want) {
+      return t.time_us;
+    }
+  }
+  const double us = estimate(op).time_us;
+  if (timed_.size() < kCollMemo) {
+    timed_.push_back(TimedCollective{group, kind, bytes, want, us});
+  }
+  return us;
 }
 
 }  // namespace lagom::sim

@@ -234,6 +234,55 @@ TEST(ComputeModel, AnFp8KernelOnAGpuWithoutFp8IsAnErrorNamingTheProfile) {
   EXPECT_NO_THROW(ModelCost(c, what_if, w));
 }
 
+// ModelCost times a collective once per (communicator, kind, size, configuration asked for) and
+// looks the rest up: a collective of the same size asking for another configuration, pinned or
+// from a config source whose override changes between runs (a search's candidates), is timed
+// again, never served the other's time.
+TEST(ModelCost, ACollectiveIsTimedAgainWhenItAsksForAnotherConfiguration) {
+  const topologies::Cluster cluster = topologies::load_cluster("dgx-h100", 1);
+  std::string ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks += fmt::format(
+        R"({}{{"rank": {}, "streams": [{{"stream": "s", "ops": [
+          {{"id": "a{}", "kind": "allreduce", "group": "g", "bytes": 8388608,
+            "config": {{"algo": "Ring", "nchannels": 2}}}},
+          {{"id": "b{}", "kind": "allreduce", "group": "g", "bytes": 8388608,
+            "config": {{"algo": "Ring", "nchannels": 8}}}},
+          {{"id": "c{}", "kind": "allreduce", "group": "g", "bytes": 8388608}}]}}]}})",
+        r == 0 ? "" : ",", r, r, r, r);
+  }
+  const traces::Workload w = test::workload("[" + ranks + "]", R"({"g": [0, 1]})");
+  const traces::ExecutionGraph g = traces::analyze(w, "test");
+  ModelCost cost(cluster, h100(), w);
+  const auto alone = [&](std::string_view id) {
+    return cost.standalone_time(w, g, *w.find_op(id));
+  };
+  const auto fresh = [&](std::string_view id) {
+    return Time::from_us(cost.estimate(*w.find_op(id)).time_us);
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass is served from the memo
+    for (const char* id : {"a0", "b0", "c0", "a1", "b1", "c1"}) {
+      EXPECT_EQ(alone(id), fresh(id)) << id << " pass " << pass;
+    }
+  }
+  EXPECT_NE(alone("a0"), alone("b0"));
+  struct Source final : ConfigSource {
+    nccl::ConfigOverride o;
+    const nccl::ConfigOverride* override_for(traces::OpId) const override { return &o; }
+  } source;
+  cost.set_config_source(&source);
+  Time previous;
+  for (int nc : {1, 4, 1}) {
+    source.o = nccl::ConfigOverride{};
+    source.o.algo = nccl::Algorithm::kRing;
+    source.o.nchannels = nc;
+    EXPECT_EQ(alone("c0"), fresh("c0")) << nc;
+    EXPECT_EQ(alone("a0"), fresh("a0")) << nc;  // the source's override beats the pinned one
+    EXPECT_NE(alone("c0"), previous) << nc;
+    previous = alone("c0");
+  }
+}
+
 // One rank with a GEMM filling exactly one wave on stream "compute", and an all-reduce on stream
 // "comm" whose peer (rank 1) arrives only after the GEMM is done: the collective waits for the
 // GEMM's whole life, holding its channels' SMs.

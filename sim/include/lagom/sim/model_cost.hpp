@@ -97,7 +97,8 @@ class ModelCost final : public CostModel {
   struct Communicator;
   ModelCost(const ModelCost&) = default;  // sibling()
   const Communicator& communicator_of(traces::OpId op) const;
-  Time model_time(traces::OpId op) const;  // an op without duration_us, by the models
+  Time model_time(traces::OpId op) const;             // an op without duration_us, by the models
+  double collective_alone_us(traces::OpId op) const;  // model_time of a communication op
 
   const traces::Workload& w_;
   const topologies::Cluster& cluster_;
@@ -111,6 +112,21 @@ class ModelCost final : public CostModel {
   // memoize_alone(): compute_alone_us by op (NaN for other ops); null until then.
   std::shared_ptr<const std::vector<double>> alone_memo_;
   const ConfigSource* source_ = nullptr;
+  // Collectives already timed alone, by what decides the time: the communicator, the kind, the
+  // size and the configuration asked for (the source's override, else the pinned one). A step
+  // repeats a few collectives thousands of times (a TP step's per-layer all-reduces), and
+  // resolving NCCL's choice and costing it took a fifth of a folded TP step's simulation. A
+  // ModelCost serves one simulation at a time (a parallel search gives each thread a sibling,
+  // which starts empty), so the memo is not shared. At most kCollMemo entries, scanned in order.
+  struct TimedCollective {
+    traces::GroupId group;
+    traces::OpKind kind;
+    std::int64_t bytes;
+    nccl::ConfigOverride asked;
+    double time_us;
+  };
+  static constexpr std::size_t kCollMemo = 64;
+  mutable std::vector<TimedCollective> timed_;
 };
 
 }  // namespace lagom::sim
