@@ -88,8 +88,9 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "random and exhaustive draws; AutoCCL's rounds each depend on the last); the results are "
       "the same for every N")(
       "no-fold", po::bool_switch(&t.no_fold),
-      "with --model: simulate every data-parallel replica (by default one stands for all, "
-      "which gives the same step time)");
+      "with --model: simulate every data-parallel replica and tensor-parallel rank (by default "
+      "one replica stands for all, and on a step of tensor parallelism alone one rank, which "
+      "gives the same step time)");
 }
 
 }  // namespace
