@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
 #include "warnings.hpp"
 
@@ -61,6 +62,15 @@ void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
 void warn_if_fold_shares_nics(const topologies::ClusterSpec& spec, const ModelOptions& mo) {
   if (!mo.fold || spec.nodes < 2) {
     return;
+  }
+  // Only data-parallel replicas share NICs in a way folding leaves out: a step with none (a
+  // step of tensor parallelism alone, whose ranks fold exactly) has nothing to warn about.
+  try {
+    if (models::parse_parallelism(mo.parallel).dp <= 1) {
+      return;
+    }
+  } catch (const Error&) {
+    // generate_from_options reports a bad --parallel
   }
   std::size_t most = 0;
   for (const topologies::NicSpec& nic : spec.network.nics) {

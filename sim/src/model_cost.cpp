@@ -110,6 +110,7 @@ std::unique_ptr<ModelCost> ModelCost::sibling() const {
   std::unique_ptr<ModelCost> c(new ModelCost(*this));
   c->source_ = nullptr;
   c->timed_.clear();
+  c->next_evicted_ = 0;
   return c;
 }
 
@@ -262,8 +263,13 @@ double ModelCost::collective_alone_us(traces::OpId op) const {
     }
   }
   const double us = estimate(op).time_us;
+  const TimedCollective fresh{group, kind, bytes, want, us};
   if (timed_.size() < kCollMemo) {
-    timed_.push_back(TimedCollective{group, kind, bytes, want, us});
+    timed_.push_back(fresh);
+  } else {
+    // Full: the oldest entry goes (a search's earlier candidates' configurations).
+    timed_[next_evicted_] = fresh;
+    next_evicted_ = (next_evicted_ + 1) % kCollMemo;
   }
   return us;
 }

@@ -323,6 +323,14 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
   EXPECT_NE(shared.err.find("warning: folding on 'a40-pcie', whose NICs serve 8 GPUs each"),
             std::string::npos)
       << shared.err;
+  // A step of tensor parallelism alone across those two nodes folds exactly (one rank for the
+  // 16; docs/models.md §8): no replica shares a NIC, so no warning, and --strict passes.
+  const CliRun tp_only = run_lagom({"compare", "--model", "phi-2", "--parallel", "tp=16", "--mbs",
+                                    "2", "--gbs", "4", "--seq", "256", "--cluster", "a40-pcie",
+                                    "--nodes", "2", "--methods", "nccl", "--json", "--strict"});
+  EXPECT_EQ(tp_only.exit_code, 0) << tp_only.err;
+  EXPECT_EQ(tp_only.err.find("warning"), std::string::npos) << tp_only.err;
+  EXPECT_EQ(nlohmann::json::parse(tp_only.out)["context"]["folded_replicas"], 16);
   // Non-blocking, the search folds (4 replicas) and gets the same step as unfolded.
   const CliRun tune11 = with({"tune", "--method", "nccl", "--json"}, {});
   ASSERT_EQ(tune11.exit_code, 0) << tune11.err;

@@ -281,6 +281,17 @@ TEST(ModelCost, ACollectiveIsTimedAgainWhenItAsksForAnotherConfiguration) {
     EXPECT_NE(alone("c0"), previous) << nc;
     previous = alone("c0");
   }
+  // More configurations than the memo holds (a long search): each still gets its own time, the
+  // first ones again after they were evicted.
+  for (int round = 0; round < 2; ++round) {
+    for (int nc = 1; nc <= 16; ++nc) {
+      for (int nt : {256, 320, 384, 448, 512}) {
+        source.o.nchannels = nc;
+        source.o.nthreads = nt;
+        EXPECT_EQ(alone("c1"), fresh("c1")) << nc << " channels, " << nt << " threads";
+      }
+    }
+  }
 }
 
 // One rank with a GEMM filling exactly one wave on stream "compute", and an all-reduce on stream

@@ -117,7 +117,9 @@ class ModelCost final : public CostModel {
   // repeats a few collectives thousands of times (a TP step's per-layer all-reduces), and
   // resolving NCCL's choice and costing it took a fifth of a folded TP step's simulation. A
   // ModelCost serves one simulation at a time (a parallel search gives each thread a sibling,
-  // which starts empty), so the memo is not shared. At most kCollMemo entries, scanned in order.
+  // which starts empty), so the memo is not shared. At most kCollMemo entries, scanned in order;
+  // when full a new one replaces the oldest, so a long search (random, exhaustive, AutoCCL's
+  // rounds) keeps its current candidates' times rather than its first 64.
   struct TimedCollective {
     traces::GroupId group;
     traces::OpKind kind;
@@ -127,6 +129,7 @@ class ModelCost final : public CostModel {
   };
   static constexpr std::size_t kCollMemo = 64;
   mutable std::vector<TimedCollective> timed_;
+  mutable std::size_t next_evicted_ = 0;
 };
 
 }  // namespace lagom::sim
