@@ -9,7 +9,6 @@
 #include <mutex>
 #include <set>
 
-#include "lagom/common/error.hpp"
 #include "lagom/common/hash.hpp"
 #include "warnings.hpp"
 
@@ -65,12 +64,9 @@ void warn_if_fold_shares_nics(const topologies::ClusterSpec& spec, const ModelOp
   }
   // Only data-parallel replicas share NICs in a way folding leaves out: a step with none (a
   // step of tensor parallelism alone, whose ranks fold exactly) has nothing to warn about.
-  try {
-    if (models::parse_parallelism(mo.parallel).dp <= 1) {
-      return;
-    }
-  } catch (const Error&) {
-    // generate_from_options reports a bad --parallel
+  // Called once the step is generated, so --parallel parses.
+  if (models::parse_parallelism(mo.parallel).dp <= 1) {
+    return;
   }
   std::size_t most = 0;
   for (const topologies::NicSpec& nic : spec.network.nics) {
@@ -163,10 +159,10 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
       }
       mo.fold = false;  // a search's own choice: run it unfolded
     }
-    warn_if_fold_shares_nics(s.hardware->cluster.spec(), mo);
     mo.gpu_memory_bytes = s.hardware->profile.gpu.memory_GB.value * 1e9;
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
+    warn_if_fold_shares_nics(s.hardware->cluster.spec(), mo);
     s.memory = step.memory;
     s.generated = step.description;
     s.folded = step.folded_replicas;

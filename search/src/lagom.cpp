@@ -78,11 +78,11 @@ std::size_t subspace_rounds(const SearchRun& run) {
 void pick_subspaces(SearchRun& run, std::vector<Walk>& ws) {
   const std::size_t n = ws.size();
   const std::vector<CollClass>& classes = run.classes();
-  const std::size_t rounds =
-      std::min<std::size_t>(subspace_rounds(run), static_cast<std::size_t>(run.room(1000)));
-  if (subspace_rounds(run) <= 1) {
+  const std::size_t all = subspace_rounds(run);
+  if (all <= 1) {
     return;
   }
+  const std::size_t rounds = std::min<std::size_t>(all, static_cast<std::size_t>(run.room(1000)));
   const auto probe_of = [&](std::size_t r) {
     Configs probe(n);
     for (std::size_t j = 0; j < n; ++j) {

@@ -157,25 +157,34 @@ const ModelCost::Communicator& ModelCost::communicator_of(traces::OpId op) const
   return *pairs_.at({std::min(a, b), std::max(a, b)});
 }
 
+const nccl::ConfigOverride* ModelCost::asked_for(traces::OpId op, bool* from_plan) const {
+  if (source_ != nullptr) {
+    if (const nccl::ConfigOverride* o = source_->override_for(op)) {
+      if (from_plan != nullptr) {
+        *from_plan = true;
+      }
+      return o;
+    }
+  }
+  if (from_plan != nullptr) {
+    *from_plan = false;
+  }
+  return w_.pinned_config(op);
+}
+
 nccl::CommConfig ModelCost::config_for(traces::OpId op) const {
   const nccl::CollKind kind = coll_of(w_, op);
   const Communicator& c = communicator_of(op);
-  if (source_ != nullptr) {
-    if (const nccl::ConfigOverride* o = source_->override_for(op)) {
-      try {
-        return nccl::resolve_config(c.tables, kind, w_.bytes(op), *o);
-      } catch (const Error& e) {
-        throw Error(fmt::format("{}: plan: {}", w_.describe(op), e.what()));
-      }
-    }
-  }
-  const nccl::ConfigOverride* pinned = w_.pinned_config(op);
+  bool from_plan = false;
+  const nccl::ConfigOverride* asked = asked_for(op, &from_plan);
   try {
     return nccl::resolve_config(c.tables, kind, w_.bytes(op),
-                                pinned != nullptr ? *pinned : nccl::ConfigOverride{});
+                                asked != nullptr ? *asked : nccl::ConfigOverride{});
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}: {}", w_.describe(op),
-                            pinned != nullptr ? "pinned config" : "NCCL's own choice", e.what()));
+    const char* what = from_plan          ? "plan"
+                       : asked != nullptr ? "pinned config"
+                                          : "NCCL's own choice";
+    throw Error(fmt::format("{}: {}: {}", w_.describe(op), what, e.what()));
   }
 }
 
@@ -251,10 +260,7 @@ double ModelCost::collective_alone_us(traces::OpId op) const {
   if (group == traces::kNoGroup || traces::is_p2p(kind)) {
     return estimate(op).time_us;  // a send's path depends on its two ranks
   }
-  const nccl::ConfigOverride* asked = source_ != nullptr ? source_->override_for(op) : nullptr;
-  if (asked == nullptr) {
-    asked = w_.pinned_config(op);
-  }
+  const nccl::ConfigOverride* asked = asked_for(op);
   const nccl::ConfigOverride want = asked != nullptr ? *asked : nccl::ConfigOverride{};
   const std::int64_t bytes = w_.bytes(op);
   for (const TimedCollective& t : timed_) {

@@ -140,9 +140,9 @@ struct GeneratedStep {
   std::string description;  // "llama3-8b, fsdp=16, mbs 1, gbs 32, seq 8192, bf16"
 };
 
-// Whether TrainingConfig::fold_tp folds this step: tp > 1 is its only parallelism (no pipeline,
-// data-, context- or expert-parallel communicator whose other ranks' traffic would go missing)
-// and no placement (which could set the ranks on GPUs that differ).
+// Whether TrainingConfig::fold_tp, when set, folds this step: tp > 1 is its only parallelism (no
+// pipeline, data-, context- or expert-parallel communicator whose other ranks' traffic would go
+// missing) and no placement (which could set the ranks on GPUs that differ).
 bool tp_folds_exactly(const Parallelism& par, const TrainingConfig& cfg);
 
 // Checks that the parallelism fits the model and batch (degrees divide GPUs, layers, heads,

@@ -97,6 +97,10 @@ class ModelCost final : public CostModel {
   struct Communicator;
   ModelCost(const ModelCost&) = default;  // sibling()
   const Communicator& communicator_of(traces::OpId op) const;
+  // The configuration asked for a communication op: the config source's override (`from_plan`),
+  // else the op's pinned one; nullptr: NCCL's own choice. config_for and the memo below both
+  // read it, so they cannot disagree on which one applies.
+  const nccl::ConfigOverride* asked_for(traces::OpId op, bool* from_plan = nullptr) const;
   Time model_time(traces::OpId op) const;             // an op without duration_us, by the models
   double collective_alone_us(traces::OpId op) const;  // model_time of a communication op
 
