@@ -29,6 +29,9 @@ struct ModelOptions {
   // Fold tensor-parallel ranks too where that is exact (models::TrainingConfig::fold_tp): the
   // searches' choice, not an option.
   bool fold_tp = false;
+  // The cluster's GPUs all see the hardware alike (topologies::gpus_differ is ""): set by
+  // load_step_input once the cluster is loaded (models::TrainingConfig::gpus_alike).
+  bool gpus_alike = false;
   double gpu_memory_bytes = 0;  // > 0: refuse steps that do not fit
   std::vector<int> down_nodes;  // --down-node: replicas using these nodes are dropped
   std::string placement;        // --placement FILE (docs/formats/placement.md); empty: packed

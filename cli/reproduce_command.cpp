@@ -662,7 +662,7 @@ Report fig7(const Fig7Options& o) {
       const search::CollClass& cls = eval.classes()[top];
       const std::string dom =
           fmt::format("{} {} x{}: {} -> {} / {}", nccl::to_string(cls.coll),
-                      format_bytes(cls.bytes), cls.calls, short_config(nccl.choices[top].config),
+                      format_bytes(cls.bytes), cls.step_calls, short_config(nccl.choices[top].config),
                       short_config(ac.choices[top].config), short_config(lg.choices[top].config));
       const PaperRange pr = lagom_range(w->family);
       Claim c;
@@ -854,7 +854,7 @@ Report fig8() {
     std::optional<std::size_t> best;
     for (std::size_t j = 0; j < eval.classes().size(); ++j) {
       if (eval.classes()[j].coll == kind &&
-          (!best || eval.classes()[j].calls > eval.classes()[*best].calls)) {
+          (!best || eval.classes()[j].step_calls > eval.classes()[*best].step_calls)) {
         best = j;
       }
     }

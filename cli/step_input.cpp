@@ -38,10 +38,12 @@ void warn_measured_ops(const traces::Workload& w, const HardwareOptions& hw) {
 // group in the message).
 void refuse_folded_workload(const LoadedWorkload& in, std::string_view why) {
   for (const traces::Group& g : in.workload.groups()) {
-    if (g.gpus.size() > g.ranks.size()) {
+    if (g.folded()) {
       throw po::error(fmt::format(
-          "{} is folded (group '{}' spans {} GPUs with {} ranks){}; export the step without --fold",
-          in.source, g.name, g.gpus.size(), g.ranks.size(), why));
+          "{} is folded (group '{}' spans {} GPUs with {} ranks{}){}; export the step without "
+          "--fold",
+          in.source, g.name, g.cluster_gpus().size(), g.ranks.size(),
+          g.mirrors.empty() ? "" : fmt::format(", {} more instances", g.mirrors.size()), why));
     }
   }
 }
@@ -58,31 +60,25 @@ void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
   }
 }
 
-void warn_if_fold_shares_nics(const topologies::ClusterSpec& spec, const ModelOptions& mo) {
-  if (!mo.fold || spec.nodes < 2) {
+void warn_if_mirrors_differ(const topologies::Cluster& cluster, const traces::Workload& w) {
+  // A folded step's communicators stand for their mirrors (traces::Group::mirrors), exactly
+  // where the GPUs they run on see the node alike; elsewhere the folded step is close, not exact.
+  const bool mirrored = std::any_of(w.groups().begin(), w.groups().end(),
+                                    [](const traces::Group& g) { return !g.mirrors.empty(); });
+  if (!mirrored) {
     return;
   }
-  // Only data-parallel replicas share NICs in a way folding leaves out: a step with none (a
-  // step of tensor parallelism alone, whose ranks fold exactly) has nothing to warn about.
-  // Called once the step is generated, so --parallel parses.
-  if (models::parse_parallelism(mo.parallel).dp <= 1) {
-    return;
-  }
-  std::size_t most = 0;
-  for (const topologies::NicSpec& nic : spec.network.nics) {
-    most = std::max(most, nic.gpus.size());
-  }
+  const std::string differ = topologies::gpus_differ(cluster);
   // Once per cluster and process (lagom reproduce sets up dozens of steps).
   static std::mutex once_mutex;
   static std::set<std::string> warned;
   const std::lock_guard<std::mutex> lock(once_mutex);
-  if (most > 1 && warned.insert(spec.name).second) {
+  if (!differ.empty() && warned.insert(cluster.name()).second) {
     warn(fmt::format(
-        "folding on '{}', whose NICs serve {} GPUs each: replicas that share a NIC contend for "
-        "it, which the folded step leaves out, so it can come out a few percent fast (2.9% on "
-        "phi-2 tp=2 pp=2 dp=4 on a40-pcie x2); run unfolded (--no-fold for a search) for the "
-        "exact step",
-        spec.name, most));
+        "folding on '{}', where {}: the replicas the folded step stands for would not all run "
+        "as the one simulated, so it is close but not exact (0.002% on phi-2 tp=2 pp=2 dp=4 on "
+        "a40-pcie x2); run unfolded (--no-fold for a search) for the exact step",
+        cluster.name(), differ));
   }
 }
 
@@ -160,9 +156,10 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
       mo.fold = false;  // a search's own choice: run it unfolded
     }
     mo.gpu_memory_bytes = s.hardware->profile.gpu.memory_GB.value * 1e9;
+    mo.gpus_alike = topologies::gpus_differ(s.hardware->cluster).empty();
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
-    warn_if_fold_shares_nics(s.hardware->cluster.spec(), mo);
+    warn_if_mirrors_differ(s.hardware->cluster, step.workload);
     s.memory = step.memory;
     s.generated = step.description;
     s.folded = step.folded_replicas;

@@ -39,9 +39,10 @@ void refuse_fold_if_replicas_differ(const HardwareOptions& hw, const ModelOption
 // replicas' traffic through it would be missing. Throws boost::program_options::error.
 void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
                                           const ModelOptions& mo);
-// Folding where GPUs share NICs (the A40 presets): replicas sharing a NIC contend there, which
-// a folded step leaves out; a warning (the figure is a few percent fast).
-void warn_if_fold_shares_nics(const topologies::ClusterSpec& spec, const ModelOptions& mo);
+// A folded step whose communicators have mirrors on a cluster whose GPUs do not all see the node
+// alike (topologies::gpus_differ: a40-pcie's one NIC behind GPUs 0 and 1): the mirrors would
+// not run as the instance simulated, so the step is close, not exact; a warning.
+void warn_if_mirrors_differ(const topologies::Cluster& cluster, const traces::Workload& w);
 // Whether the replicas may differ (the condition above, without the error).
 bool replicas_may_differ(const HardwareOptions& hw, const ModelOptions& mo);
 

@@ -279,8 +279,8 @@ std::vector<std::size_t> dominant(const search::Evaluator& eval, const search::S
   std::vector<std::size_t> order(eval.classes().size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return nccl.choices[a].nccl_time_us * eval.classes()[a].calls >
-           nccl.choices[b].nccl_time_us * eval.classes()[b].calls;
+    return nccl.choices[a].nccl_time_us * static_cast<double>(eval.classes()[a].step_calls) >
+           nccl.choices[b].nccl_time_us * static_cast<double>(eval.classes()[b].step_calls);
   });
   return order;
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -33,6 +34,45 @@ int RankLayout::rank_of(const Coord& c) const {
 
 namespace {
 
+// The GPU sets of the other instances of a folded communicator (traces::Group::mirrors): the
+// same communicator at every folded coordinate (tensor-parallel rank, data-parallel replica) it
+// does not already span. `instance(shift)` lists the GPUs of the instance at `shift` (a Coord
+// whose tp and dp are the offsets to add).
+template <typename Instance>
+std::vector<std::vector<std::uint32_t>> mirrors_of(const RankLayout& layout, Instance instance) {
+  std::vector<std::vector<std::uint32_t>> out;
+  if (layout.fold() == 1) {
+    return out;
+  }
+  // Communicators partition the GPUs: two instances are the same or share no GPU, so the least
+  // GPU names one.
+  std::vector<std::uint32_t> seen;
+  const auto first = [](const std::vector<std::uint32_t>& g) {
+    return *std::min_element(g.begin(), g.end());
+  };
+  seen.push_back(first(instance(Coord{0, 0, 0, 0, 0})));
+  for (int dp = 0; dp < layout.dp_fold(); ++dp) {
+    for (int tp = 0; tp < layout.tp_fold(); ++tp) {
+      if (dp == 0 && tp == 0) {
+        continue;
+      }
+      std::vector<std::uint32_t> gpus = instance(Coord{tp, 0, 0, dp, 0});
+      if (std::find(seen.begin(), seen.end(), first(gpus)) != seen.end()) {
+        continue;  // an axis the communicator spans: the same instance
+      }
+      seen.push_back(first(gpus));
+      out.push_back(std::move(gpus));
+    }
+  }
+  return out;
+}
+
+Coord shifted(Coord c, const Coord& by) {
+  c.tp += by.tp;
+  c.dp += by.dp;
+  return c;
+}
+
 // One communicator per set of GPUs that vary only along `vary`'s axis. Workload members are the
 // positions that are simulated (RankLayout::simulated); `gpus` all of them.
 template <typename Vary>
@@ -59,7 +99,15 @@ void build_groups(const RankLayout& layout, traces::WorkloadBuilder& b, std::vec
     if (!folded && !layout.placed()) {
       gpus.clear();  // the ranks are the GPUs
     }
-    const GroupId g = b.add_group(fmt::format("{}{}", prefix, next++), members, gpus);
+    auto mirrors = mirrors_of(layout, [&](const Coord& by) {
+      std::vector<std::uint32_t> m;
+      for (int i = 0; i < size; ++i) {
+        m.push_back(static_cast<std::uint32_t>(layout.gpu_of(vary(shifted(layout.coord(r), by), i))));
+      }
+      return m;
+    });
+    const GroupId g =
+        b.add_group(fmt::format("{}{}", prefix, next++), members, gpus, std::move(mirrors));
     for (Rank m : members) {
       of[m] = g;
     }
@@ -127,10 +175,16 @@ Communicators make_communicators(const RankLayout& layout, const Parallelism& p,
       Coord to = a;
       to.pp = (a.pp + 1) % p.pp;
       const auto rb = static_cast<std::size_t>(layout.rank_of(to));
+      auto mirrors = mirrors_of(layout, [&](const Coord& by) {
+        return std::vector<std::uint32_t>{
+            static_cast<std::uint32_t>(layout.gpu_of(shifted(a, by))),
+            static_cast<std::uint32_t>(layout.gpu_of(shifted(to, by)))};
+      });
       const GroupId g =
           b.add_group(fmt::format("pp{}", next++), {static_cast<Rank>(r), static_cast<Rank>(rb)},
                       {static_cast<std::uint32_t>(layout.gpu_of(a)),
-                       static_cast<std::uint32_t>(layout.gpu_of(to))});
+                       static_cast<std::uint32_t>(layout.gpu_of(to))},
+                      std::move(mirrors));
       c.pp_pair[r][1] = g;   // to the next stage
       c.pp_pair[rb][0] = g;  // from the previous stage
     }

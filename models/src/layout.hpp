@@ -32,6 +32,8 @@ class RankLayout {
         placement_(placement != nullptr && !placement->empty() ? placement : nullptr) {}
   bool placed() const { return placement_ != nullptr; }
   int fold() const { return dp_fold_ * tp_fold_; }  // GPUs each workload rank stands for
+  int dp_fold() const { return dp_fold_; }
+  int tp_fold() const { return tp_fold_; }
   // Whether a position is simulated (data-parallel replica 0 and tensor-parallel rank 0 of what
   // is folded).
   bool simulated(const Coord& c) const {

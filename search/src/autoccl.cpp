@@ -275,7 +275,7 @@ Configs autoccl(SearchRun& run) {
       }
     }
     // The native phase: NCCL's own config, measured in the baseline evaluation.
-    ds[j].best_t = run.nccl_evaluation().comm_us[j] / c.calls;
+    ds[j].best_t = run.nccl_evaluation().comm_us[j] / static_cast<double>(c.step_calls);
     ds[j].native_t = ds[j].best_t;
     enter_subspace(c, ds[j], o.autoccl_pretrain, o.autoccl_train);
   }
@@ -303,7 +303,7 @@ Configs autoccl(SearchRun& run) {
     for (std::size_t j = 0; j < n; ++j) {
       if (ds[j].pending) {
         const double before = ds[j].best_t;
-        report(run.classes()[j], ds[j], *ds[j].pending, e.comm_us[j] / run.classes()[j].calls,
+        report(run.classes()[j], ds[j], *ds[j].pending, e.comm_us[j] / static_cast<double>(run.classes()[j].step_calls),
                o.autoccl_min_gain);
         native_best[j] = native_best[j] && !(ds[j].best_t < before);
       }

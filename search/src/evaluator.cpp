@@ -90,12 +90,14 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
   using ClassKey = std::tuple<int, std::int64_t, int, int>;
   std::map<ClassKey, std::int32_t> index;
   std::vector<std::set<const nccl::Tables*>> tables;
-  // A folded step's replica count: the most GPUs a communicator spans per rank it holds.
+  // A folded step's replica count: the most GPUs a communicator's instances span per rank it
+  // holds.
   std::int64_t folded = 1;
   for (const traces::Group& g : w.groups()) {
-    if (!g.ranks.empty() && g.gpus.size() > g.ranks.size()) {
-      folded =
-          std::max<std::int64_t>(folded, static_cast<std::int64_t>(g.gpus.size() / g.ranks.size()));
+    if (!g.ranks.empty() && g.folded()) {
+      folded = std::max<std::int64_t>(
+          folded, static_cast<std::int64_t>(g.cluster_gpus().size() * (1 + g.mirrors.size()) /
+                                            g.ranks.size()));
     }
   }
   // A key (collective, size, nodes, ranks) is tuned when the models time at least one of its
@@ -138,18 +140,23 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     }
     CollClass& c = classes_[static_cast<std::size_t>(it->second)];
     ++c.calls;
-    // A communicator of r ranks spanning g GPUs stands for folded x r / g calls of the step (a
-    // replicated tensor-parallel group for each replica; a data-parallel one, which spans them
-    // all, for one).
+    // A communicator with mirrors stands for itself and each of them; one of r ranks spanning g
+    // GPUs without (a workload folded before mirrors were written) for folded x r / g calls of
+    // the step (a replicated tensor-parallel group for each replica; a data-parallel one, which
+    // spans them all, for one).
     const traces::GroupId gid = w.group(op);
     std::int64_t stands_for = folded;
-    if (gid != traces::kNoGroup) {
+    if (gid != traces::kNoGroup && !w.groups()[static_cast<std::size_t>(gid)].mirrors.empty()) {
+      stands_for = 1 + static_cast<std::int64_t>(
+                           w.groups()[static_cast<std::size_t>(gid)].mirrors.size());
+    } else if (gid != traces::kNoGroup) {
       const traces::Group& g = w.groups()[static_cast<std::size_t>(gid)];
       const auto span = static_cast<std::int64_t>(g.cluster_gpus().size());
       const auto held = static_cast<std::int64_t>(g.ranks.size());
       stands_for = span > 0 ? std::max<std::int64_t>(1, folded * held / span) : folded;
     }
     c.step_calls += stands_for;
+    c.weights.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(stands_for, 1 << 30)));
     c.nccl_varies = c.nccl_varies || cost_->config_for(op) != c.nccl;
     c.examples.push_back(op);
     tables[static_cast<std::size_t>(it->second)].insert(&cost_->nccl_tables(op));
@@ -375,34 +382,40 @@ double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
   own.active[j] = 1;
   own.current[j] = override_of(c);
   const traces::ExecutionGraph& graph = own.sim->graph();
-  double us = 0;
-  for (traces::OpId op : classes_[j].examples) {
+  // In whole nanoseconds, as measure() sums (a folded step's sum is then exactly its share).
+  std::int64_t ns = 0;
+  const CollClass& cls = classes_[j];
+  for (std::size_t i = 0; i < cls.examples.size(); ++i) {
+    const traces::OpId op = cls.examples[i];
     // As the engine times an instance alone: by its measured member's duration when it has one
     // (then `c` does not set it), else by the collective model under `c`.
     if (const auto m = traces::measured_member(w_, graph, graph.instance_of(op))) {
-      us += Time::ns(w_.duration_ns(*m)).us();
+      ns += w_.duration_ns(*m) * cls.weights[i];
     } else {
-      us += cost_->standalone_time(w_, graph, op).us();
+      ns += cost_->standalone_time(w_, graph, op).count_ns() * cls.weights[i];
     }
   }
-  return us;
+  return static_cast<double>(ns) / 1000.0;
 }
 
 Evaluation Evaluator::measure(const sim::SimResult& r) const {
+  // Summed in whole nanoseconds and converted once: a folded step's sums are then exactly the
+  // unfolded step's over the ranks it stands for (alike ranks' equal terms), whatever the order.
   Evaluation e;
   e.step_time = r.step_time;
   const std::size_t n = classes_.size();
-  e.comm_us.assign(n, 0.0);
-  e.group_comm_us.assign(n, 0.0);
-  e.group_compute_us.assign(n, 0.0);
+  std::vector<std::int64_t> comm(n, 0), group_comm(n, 0), group_compute(n, 0);
   for (std::size_t j = 0; j < n; ++j) {
-    for (traces::OpId op : classes_[j].examples) {
-      e.comm_us[j] += (r.ops[op].end - r.ops[op].start).us();
+    const CollClass& c = classes_[j];
+    for (std::size_t i = 0; i < c.examples.size(); ++i) {
+      const traces::OpId op = c.examples[i];
+      comm[j] += (r.ops[op].end - r.ops[op].start).count_ns() * c.weights[i];
     }
   }
+  std::int64_t compute = 0;
   for (traces::OpId op = 0; op < w_.op_count(); ++op) {
     if (w_.kind(op) == traces::OpKind::kCompute) {
-      e.compute_us += (r.ops[op].end - r.ops[op].start).us();
+      compute += (r.ops[op].end - r.ops[op].start).count_ns();
     }
   }
   const sim::OverlapStats groups = sim::find_overlap_groups(w_, r);
@@ -413,17 +426,23 @@ Evaluation Evaluator::measure(const sim::SimResult& r) const {
       const std::int32_t j = class_of_op_[op];
       if (j >= 0 && seen[static_cast<std::size_t>(j)] != g) {
         seen[static_cast<std::size_t>(j)] = g;
-        e.group_comm_us[static_cast<std::size_t>(j)] += group.comm.us();
-        e.group_compute_us[static_cast<std::size_t>(j)] += group.compute.us();
+        group_comm[static_cast<std::size_t>(j)] += group.comm.count_ns();
+        group_compute[static_cast<std::size_t>(j)] += group.compute.count_ns();
       }
     }
   }
+  const auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  e.compute_us = us(compute);
   // Per rank, so that a folded step (one data-parallel replica standing for all) measures what
   // the whole step does.
   const double ranks = static_cast<double>(w_.rank_count());
+  e.comm_us.resize(n);
+  e.group_comm_us.resize(n);
+  e.group_compute_us.resize(n);
   for (std::size_t j = 0; j < n; ++j) {
-    e.group_comm_us[j] /= ranks;
-    e.group_compute_us[j] /= ranks;
+    e.comm_us[j] = us(comm[j]);
+    e.group_comm_us[j] = us(group_comm[j]) / ranks;
+    e.group_compute_us[j] = us(group_compute[j]) / ranks;
   }
   return e;
 }

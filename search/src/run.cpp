@@ -111,8 +111,8 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
     const CollClass& c = classes_[j];
     ClassChoice ch;
     ch.config = best[j] ? eval_.applied(j, *best[j]) : c.nccl;
-    ch.time_us = final_eval.comm_us[j] / c.calls;
-    ch.nccl_time_us = nccl_eval_.comm_us[j] / c.calls;
+    ch.time_us = final_eval.comm_us[j] / static_cast<double>(c.step_calls);
+    ch.nccl_time_us = nccl_eval_.comm_us[j] / static_cast<double>(c.step_calls);
     r.choices.push_back(ch);
     if (method == Method::kNccl || (!best[j] && c.nccl_varies)) {
       continue;  // NCCL's own choice, which a rule could not give each of its communicators

@@ -19,6 +19,14 @@ struct ModelCost::Communicator {
   nccl::CommInfo nccl;
   nccl::Tables tables;
   std::unique_ptr<CollectiveModel> model;
+  // A folded group's other instances that share a node with it (Group::mirrors): routed, for
+  // their traffic; NCCL's tables are the group's own.
+  struct Instance {
+    topologies::CommunicatorInfo info;
+    std::unique_ptr<CollectiveModel> model;
+    std::vector<std::uint32_t> gpus;
+  };
+  std::vector<Instance> mirrors;
 };
 
 namespace {
@@ -84,7 +92,35 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
                         g.name, gpu, cluster.name(), cluster.gpu_count()));
       }
     }
-    groups_.push_back(make(std::vector<int>(gpus.begin(), gpus.end())));
+    auto c = make(std::vector<int>(gpus.begin(), gpus.end()));
+    // Mirrors on nodes this instance does not use share no NVLink, PCIe or NIC with it, and
+    // folding runs only on fabrics that are not oversubscribed: they are left out.
+    const int per_node = cluster.gpus_per_node();
+    std::vector<int> nodes;
+    for (std::uint32_t gpu : gpus) {
+      nodes.push_back(static_cast<int>(gpu) / per_node);
+    }
+    for (const std::vector<std::uint32_t>& m : g.mirrors) {
+      bool near = false;
+      for (std::uint32_t gpu : m) {
+        if (gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
+          throw Error(
+              fmt::format("group '{}' stands for an instance on GPU {} but cluster '{}' has {} "
+                          "GPUs; pass --nodes to make it larger",
+                          g.name, gpu, cluster.name(), cluster.gpu_count()));
+        }
+        near = near || std::find(nodes.begin(), nodes.end(), static_cast<int>(gpu) / per_node) !=
+                           nodes.end();
+      }
+      if (near) {
+        Communicator::Instance i;
+        i.info = topologies::describe_communicator(cluster, std::vector<int>(m.begin(), m.end()));
+        i.model = std::make_unique<CollectiveModel>(profile_, i.info);
+        i.gpus = m;
+        c->mirrors.push_back(std::move(i));
+      }
+    }
+    groups_.push_back(std::move(c));
   }
   for (traces::OpId op = 0; op < w.op_count(); ++op) {
     if (traces::is_p2p(w.kind(op)) && w.group(op) == traces::kNoGroup) {
@@ -198,6 +234,14 @@ const topologies::CommunicatorInfo& ModelCost::communicator_info(traces::OpId op
 
 const CollectiveModel& ModelCost::collective_model(traces::OpId op) const {
   return *communicator_of(op).model;
+}
+
+std::vector<ModelCost::Mirror> ModelCost::mirrors(traces::OpId op) const {
+  std::vector<Mirror> out;
+  for (const Communicator::Instance& i : communicator_of(op).mirrors) {
+    out.push_back(Mirror{i.model.get(), &i.info, i.gpus});
+  }
+  return out;
 }
 
 CollectiveEstimate ModelCost::estimate(traces::OpId op) const {

@@ -144,13 +144,44 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     const traces::Group* group = w.group(op) == traces::kNoGroup
                                      ? nullptr
                                      : &w.groups()[static_cast<std::size_t>(w.group(op))];
-    if (ck == nccl::CollKind::kSendRecv) {
-      add_footprint(info.traffic->pair(gpu_of(from), gpu_of(to)), S,
-                    1.0 / wire_efficiency(cfg.proto));
-    } else {
-      for (const CollectiveModel::Share& s : model.traffic(ck, w.bytes(op), cfg)) {
-        add_footprint(*s.footprint, s.bytes, s.link_scale);
+    const auto add_traffic = [&](const CollectiveModel& m, const topologies::CommunicatorInfo& i,
+                                 int from_gpu, int to_gpu) {
+      if (ck == nccl::CollKind::kSendRecv) {
+        add_footprint(i.traffic->pair(from_gpu, to_gpu), S, 1.0 / wire_efficiency(cfg.proto));
+      } else {
+        for (const CollectiveModel::Share& s : m.traffic(ck, w.bytes(op), cfg)) {
+          add_footprint(*s.footprint, s.bytes, s.link_scale);
+        }
       }
+    };
+    add_traffic(model, info, p2p ? gpu_of(from) : -1, p2p ? gpu_of(to) : -1);
+    // A folded communicator's other instances (Group::mirrors) move the same bytes at the same
+    // times. Where they cross a link this one does (a NIC or PCIe switch their GPUs share) they
+    // split it with it; their links elsewhere mirror this one's, which carry at least as much.
+    // So each of this instance's links carries every instance's bytes, which is exact when the
+    // instances are alike (max-min fairness on rates treats n alike flows as one of n times the
+    // demand), and its other resources stay its own.
+    if (const std::vector<ModelCost::Mirror> mirrors = models_.mirrors(op); !mirrors.empty()) {
+      for (const auto& [r, d] : demand) {
+        c.own.push_back(FlowSolver::Use{r, d});
+      }
+      const std::span<const std::uint32_t> gpus = group->cluster_gpus();
+      const auto index = [&](std::int32_t rank) {
+        return std::find(gpus.begin(), gpus.end(), static_cast<std::uint32_t>(gpu_of(rank))) -
+               gpus.begin();
+      };
+      std::map<FlowSolver::ResourceId, double> own = std::move(demand);
+      for (const ModelCost::Mirror& mirror : mirrors) {
+        demand.clear();
+        add_traffic(*mirror.model, *mirror.info, p2p ? static_cast<int>(mirror.gpus[index(from)]) : -1,
+                    p2p ? static_cast<int>(mirror.gpus[index(to)]) : -1);
+        for (const auto& [r, d] : demand) {
+          if (auto it = own.find(r); it != own.end()) {
+            it->second += d;
+          }
+        }
+      }
+      demand = std::move(own);
     }
     // HBM of the simulated members (a folded group's other GPUs run nothing else here).
     const double hbm = e.gpu_bytes * model.hbm_per_payload_byte(ck, cfg, w.bytes(op)) * per_us;
@@ -167,9 +198,17 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     for (const auto& [r, d] : demand) {
       c.uses.push_back(FlowSolver::Use{r, d});
     }
+    if (!c.own.empty()) {
+      // One instance's draws, HBM included, beside every instance's (for the margin and caps).
+      for (const auto& [r, d] : demand) {
+        if (r >= hbm_base_) {
+          c.own.push_back(FlowSolver::Use{r, d});
+        }
+      }
+    }
   }
   c.margin = std::numeric_limits<double>::infinity();
-  for (const FlowSolver::Use& u : c.uses) {
+  for (const FlowSolver::Use& u : c.own.empty() ? c.uses : c.own) {
     c.margin = std::min(c.margin, solver_.capacity(u.resource) / u.demand);
   }
   CommInfo* stored = &comm_.emplace(key, std::move(c)).first->second;
@@ -304,11 +343,16 @@ void ResourceContention::started(const Activity& a) {
     const bool fits = scale <= c.margin;
     std::span<const FlowSolver::Use> uses = c.uses;
     if (!fits) {
-      scratch_.assign(c.uses.begin(), c.uses.end());
+      // Capped as one instance; a folded one's links then carry its mirrors' share again.
+      const std::vector<FlowSolver::Use>& one = c.own.empty() ? c.uses : c.own;
+      scratch_.assign(one.begin(), one.end());
       for (FlowSolver::Use& u : scratch_) {
         u.demand *= scale;
       }
       fit_alone(scratch_, 1.0, given_by, given_ns != traces::kNoDuration);
+      for (std::size_t i = 0; i < scratch_.size() && !c.own.empty(); ++i) {
+        scratch_[i].demand *= c.uses[i].demand / c.own[i].demand;
+      }
       uses = scratch_;
     }
     run.scale = fits ? scale : 1.0;

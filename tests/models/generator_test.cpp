@@ -1672,10 +1672,63 @@ TEST(GeneratorFold, TensorParallelRanksFoldToTheSameStepTime) {
   }
 }
 
+// Beside other parallelism, tensor-parallel rank 0 stands for the others when data-parallel
+// replicas fold too and every GPU sees the node alike: each of its data-parallel, pipeline and
+// expert communicators lists the instances of the ranks left out as mirrors, whose traffic loads
+// the links it shares with them (a socket's NIC). The step time is then the same to the
+// nanosecond: cluster A (a NIC per socket, shared by its 4 GPUs) and DGX H100 (a NIC per GPU),
+// with pipelines, sequence parallelism and experts. Cluster B's one NIC sits behind GPUs 0 and 1,
+// so its GPUs differ and tensor-parallel ranks fold there only when they are the only
+// parallelism.
+TEST(GeneratorFold, TensorParallelRanksFoldBesideOtherParallelismThroughMirrors) {
+  struct Case {
+    const char* cluster;
+    int nodes;
+    const char* par;
+    int gbs;
+  };
+  for (const Case& k : {Case{"a40-nvlink", 2, "tp=8,dp=2", 8}, Case{"a40-nvlink", 2, "tp=2,pp=2,dp=4", 16},
+                        Case{"a40-nvlink", 1, "tp=2,pp=2,dp=2", 8},
+                        Case{"dgx-h100", 2, "tp=4,sp,pp=2,dp=2", 8},
+                        Case{"dgx-h100", 1, "tp=2,ep=2,dp=2", 8}}) {
+    SCOPED_TRACE(fmt::format("{} on {} x{}", k.par, k.cluster, k.nodes));
+    const Parallelism p = parse_parallelism(k.par);
+    ModelSpec mm = p.ep > 1 ? tiny_moe() : tiny();
+    mm.heads = 16;
+    mm.kv_heads = 16;
+    const Hardware hw = hardware(k.cluster, k.nodes);
+    TrainingConfig c = config(1, k.gbs, 512);
+    const GeneratedStep full = generate_step(mm, p, c);
+    c.fold_dp = true;
+    c.fold_tp = true;
+    EXPECT_FALSE(tp_folds_exactly(p, c));  // not without knowing the GPUs are alike
+    ASSERT_EQ(topologies::gpus_differ(hw.cluster), "");
+    c.gpus_alike = true;
+    ASSERT_TRUE(tp_folds_exactly(p, c));
+    const GeneratedStep folded = generate_step(mm, p, c);
+    const int fold = p.tp * p.dp;
+    EXPECT_EQ(folded.workload.rank_count(), full.workload.rank_count() / fold);
+    EXPECT_EQ(folded.folded_replicas, fold);
+    expect_rel(fold * folded.figures.flops, full.figures.flops, 1e-12, "flops");
+    std::size_t instances = 0;
+    for (const traces::Group& g : folded.workload.groups()) {
+      instances += 1 + g.mirrors.size();
+      for (const std::vector<std::uint32_t>& mirror : g.mirrors) {
+        EXPECT_EQ(mirror.size(), g.cluster_gpus().size()) << g.name;
+      }
+    }
+    // Every communicator of the full step is one of the folded step's instances.
+    EXPECT_EQ(instances, full.workload.groups().size() +
+                             (p.pp > 1 ? static_cast<std::size_t>(full.workload.rank_count()) : 0));
+    EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
+  }
+}
+
 TEST(GeneratorFold, TensorParallelRanksFoldOnlyWhereNothingElseWouldGoMissing) {
   // With another communicator the ranks left out would each run their own copy of its traffic
   // (a data-parallel all-reduce, a pipeline send) beside the one kept, on links they may share:
-  // fold_tp leaves such steps unfolded.
+  // fold_tp folds such steps only with fold_dp, which the searches clear where the replicas'
+  // traffic would not be alike (an oversubscribed fabric, a slow part, a placement).
   const ModelSpec m = tiny();
   TrainingConfig c = config(1, 4);
   c.fold_tp = true;
@@ -1689,6 +1742,12 @@ TEST(GeneratorFold, TensorParallelRanksFoldOnlyWhereNothingElseWouldGoMissing) {
   placed.placement = {3, 2, 1, 0};
   EXPECT_FALSE(tp_folds_exactly(parse_parallelism("tp=4"), placed));
   EXPECT_EQ(generate_step(m, parse_parallelism("tp=4"), placed).workload.rank_count(), 4u);
+  // Cluster B's GPUs differ: GPUs 0 and 1 share a PCIe switch with the NIC, the others reach it
+  // through the CPU.
+  EXPECT_NE(topologies::gpus_differ(hardware("a40-pcie", 2).cluster).find("local GPUs 0 and 2"),
+            std::string::npos);
+  // On one node nothing crosses the NIC, and each GPU has one switch peer: alike.
+  EXPECT_EQ(topologies::gpus_differ(hardware("a40-pcie", 1).cluster), "");
   // Folding data-parallel replicas and tensor-parallel ranks of a tp-only step: one rank.
   c.fold_dp = true;
   EXPECT_EQ(generate_step(m, parse_parallelism("tp=4"), c).workload.rank_count(), 1u);

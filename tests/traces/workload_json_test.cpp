@@ -82,6 +82,26 @@ TEST(WorkloadJson, WriteThenReadGivesTheSameWorkload) {
   EXPECT_EQ(again.duration_ns(*again.find_op("c")), 1);
 }
 
+TEST(WorkloadJson, AFoldedGroupKeepsItsGpusAndMirrors) {
+  // A folded communicator: rank 0 on GPU 0 of an instance spanning GPUs 0 and 8, standing also
+  // for the instances on GPUs (1, 9) and (2, 10). Written back as it was read.
+  const Workload w = parse_workload_json(
+      doc(R"([{"rank": 0, "streams": []}])",
+          R"({"a": {"ranks": [0], "gpus": [0, 8], "mirrors": [[1, 9], [2, 10]]}, "b": [0]})"),
+      "f.json");
+  const Group& a = w.group_info(0);
+  EXPECT_EQ(a.mirrors, (std::vector<std::vector<std::uint32_t>>{{1, 9}, {2, 10}}));
+  EXPECT_TRUE(a.folded());
+  EXPECT_FALSE(w.group_info(1).folded());
+  std::ostringstream out;
+  write_workload_json(w, out);
+  EXPECT_NE(out.str().find(R"("a": {"ranks": [0], "gpus": [0, 8], "mirrors": [[1, 9], [2, 10]]})"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(R"("b": [0])"), std::string::npos) << out.str();
+  EXPECT_EQ(parse_workload_json(out.str(), "g.json").group_info(0).mirrors, a.mirrors);
+}
+
 TEST(WorkloadJson, PrecisionIsReadAndWrittenOnlyWhereItIsNotBf16) {
   const Workload w = parse_workload_json(doc(R"([{"rank": 0, "streams": [{"stream": "s", "ops": [
         {"id": "a", "kind": "compute", "flops": 8, "class": "gemm", "precision": "fp8"},
@@ -248,6 +268,18 @@ INSTANTIATE_TEST_SUITE_P(
                 doc(R"([{"rank": 0, "streams": []}, {"rank": 1, "streams": []}])",
                     R"({"a": {"ranks": [1], "gpus": [0, 5]}})"),
                 {"ranks 0 and 1 would all run on GPU 0"}},
+        BadCase{"mirror_of_another_size",
+                doc(R"([{"rank": 0, "streams": []}])",
+                    R"({"a": {"ranks": [0], "gpus": [0, 8], "mirrors": [[1, 9], [2]]}})"),
+                {"groups.a", "mirror 1 lists 1 GPUs, but the group spans 2"}},
+        BadCase{"mirror_overlapping_the_group",
+                doc(R"([{"rank": 0, "streams": []}])",
+                    R"({"a": {"ranks": [0], "gpus": [0, 8], "mirrors": [[1, 8]]}})"),
+                {"groups.a", "GPU 8 is in two of its instances"}},
+        BadCase{"mirrors_not_arrays",
+                doc(R"([{"rank": 0, "streams": []}])",
+                    R"({"a": {"ranks": [0], "mirrors": [3]}})"),
+                {"groups.a", "'mirrors' must be an array of GPU arrays (one per instance), got the number 3"}},
         BadCase{"send_without_peer",
                 one_op(R"({"id": "x", "kind": "send", "bytes": 8})"),
                 {"a send needs 'peer'"}},

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -633,6 +634,51 @@ std::string Cluster::name_of(const Endpoint& e) const {
     return s.network.fabric.kind == FabricKind::kRailOptimized ? "spine" : "switch";
   }
   return describe(e);
+}
+
+std::string gpus_differ(const Cluster& cluster) {
+  const int per_node = cluster.gpus_per_node();
+  using HopView = std::tuple<int, double, double, double, int>;  // class, GB/s, us, share, sharers
+  const auto hops_of = [](const Path& p, const std::map<std::size_t, int>* sharers) {
+    std::vector<HopView> v;
+    for (const Hop& h : p.hops) {
+      v.emplace_back(static_cast<int>(h.link_class), h.bandwidth_GBps, h.latency_us, h.share,
+                     sharers != nullptr ? sharers->at(h.link_id) : 0);
+    }
+    return v;
+  };
+  std::map<std::size_t, int> sharers;
+  std::vector<Path> out(static_cast<std::size_t>(per_node));
+  if (cluster.nodes() > 1) {
+    for (int g = 0; g < per_node; ++g) {
+      out[static_cast<std::size_t>(g)] = cluster.path(g, g + per_node);
+      for (const Hop& h : out[static_cast<std::size_t>(g)].hops) {
+        ++sharers[h.link_id];
+      }
+    }
+  }
+  std::vector<std::vector<HopView>> first;
+  for (int g = 0; g < per_node; ++g) {
+    std::vector<std::vector<HopView>> view;
+    for (int o = 0; o < per_node; ++o) {
+      if (o != g) {
+        view.push_back(hops_of(cluster.path(g, o), nullptr));
+      }
+    }
+    std::sort(view.begin(), view.end());
+    if (cluster.nodes() > 1) {
+      view.push_back(hops_of(out[static_cast<std::size_t>(g)], &sharers));
+    }
+    if (g == 0) {
+      first = std::move(view);
+    } else if (view != first) {
+      const bool to_net = cluster.nodes() > 1 && view.back() != first.back();
+      return fmt::format("local GPUs 0 and {} see the node differently ({})", g,
+                         to_net ? "their paths to the network, or how many GPUs share them"
+                                : "their paths to the node's other GPUs");
+    }
+  }
+  return "";
 }
 
 Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes) {

@@ -228,11 +228,12 @@ std::vector<std::string> write_chakra(const Workload& w, const std::string& pref
   // around a down node) or stand for more GPUs (folded replicas) would read back as another
   // step. Refuse rather than lose it.
   for (const Group& g : w.groups()) {
-    if (g.gpus.size() > g.ranks.size()) {
+    if (g.folded()) {
       throw Error(fmt::format(
-          "group '{}' spans {} GPUs with {} ranks (a folded step): Chakra traces have one rank "
+          "group '{}' spans {} GPUs with {} ranks{} (a folded step): Chakra traces have one rank "
           "per GPU; export it unfolded, or as workload JSON",
-          g.name, g.gpus.size(), g.ranks.size()));
+          g.name, g.cluster_gpus().size(), g.ranks.size(),
+          g.mirrors.empty() ? "" : fmt::format(" and stands for {} more instances", g.mirrors.size())));
     }
   }
   for (Rank r = 0; r < w.rank_count(); ++r) {

@@ -222,7 +222,10 @@ std::size_t Workload::memory_bytes() const {
     total += s.name.capacity();
   }
   for (const Group& g : groups_) {
-    total += vec(g.ranks) + vec(g.gpus) + g.name.capacity();
+    total += vec(g.ranks) + vec(g.gpus) + vec(g.mirrors) + g.name.capacity();
+    for (const std::vector<std::uint32_t>& m : g.mirrors) {
+      total += vec(m);
+    }
   }
   return total;
 }
@@ -234,7 +237,8 @@ WorkloadBuilder::WorkloadBuilder(std::uint32_t rank_count) : rank_count_(rank_co
 }
 
 GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks,
-                                   std::vector<std::uint32_t> gpus) {
+                                   std::vector<std::uint32_t> gpus,
+                                   std::vector<std::vector<std::uint32_t>> mirrors) {
   if (group_names_.contains(name)) {
     throw Error(fmt::format("group '{}' is defined twice", name));
   }
@@ -265,8 +269,30 @@ GroupId WorkloadBuilder::add_group(std::string name, std::vector<Rank> ranks,
       throw Error(fmt::format("group '{}' lists a GPU twice in 'gpus'", name));
     }
   }
+  if (!mirrors.empty()) {
+    const std::size_t span = gpus.empty() ? ranks.size() : gpus.size();
+    std::vector<std::uint32_t> all = gpus;
+    if (gpus.empty()) {
+      all.assign(ranks.begin(), ranks.end());
+    }
+    for (std::size_t m = 0; m < mirrors.size(); ++m) {
+      if (mirrors[m].size() != span) {
+        throw Error(fmt::format(
+            "group '{}': mirror {} lists {} GPUs, but the group spans {}: each mirror is another "
+            "instance of the same communicator",
+            name, m, mirrors[m].size(), span));
+      }
+      all.insert(all.end(), mirrors[m].begin(), mirrors[m].end());
+    }
+    std::sort(all.begin(), all.end());
+    if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end()) {
+      throw Error(fmt::format(
+          "group '{}': GPU {} is in two of its instances ('gpus' or the ranks, and 'mirrors')",
+          name, *dup));
+    }
+  }
   group_names_.insert(name);
-  groups_.push_back(Group{std::move(name), std::move(ranks), std::move(gpus)});
+  groups_.push_back(Group{std::move(name), std::move(ranks), std::move(gpus), std::move(mirrors)});
   return static_cast<GroupId>(groups_.size() - 1);
 }
 

@@ -101,22 +101,40 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
     }
     for (const auto& [name, members] : it->items()) {
       Ctx gctx{source, fmt::format("groups.{}", name)};
-      // [ranks], or {"ranks": [...], "gpus": [...]} for a communicator of a folded workload.
+      // [ranks], or {"ranks": [...], "gpus": [...], "mirrors": [[...], ...]} for a communicator
+      // of a folded workload.
       const json* rank_list = &members;
       std::vector<std::uint32_t> gpus;
+      std::vector<std::vector<std::uint32_t>> mirrors;
+      const auto gpu_list = [&](const json& list, std::string_view what) {
+        if (!list.is_array()) {
+          gctx.fail(fmt::format("'{}' must be an array of GPU numbers, got {}", what,
+                                type_of(list)));
+        }
+        std::vector<std::uint32_t> out;
+        for (const json& v : list) {
+          const std::int64_t gpu = get_nonneg_int(gctx, v, what);
+          if (gpu > std::int64_t{1} << 31) {
+            gctx.fail(fmt::format("GPU {} is out of range", gpu));
+          }
+          out.push_back(static_cast<std::uint32_t>(gpu));
+        }
+        return out;
+      };
       if (members.is_object()) {
-        check_known_fields(gctx, members, {"ranks", "gpus"});
+        check_known_fields(gctx, members, {"ranks", "gpus", "mirrors"});
         rank_list = &require(gctx, members, "ranks");
         if (auto g = members.find("gpus"); g != members.end()) {
-          if (!g->is_array()) {
-            gctx.fail(fmt::format("'gpus' must be an array of GPU numbers, got {}", type_of(*g)));
-          }
-          for (const json& v : *g) {
-            const std::int64_t gpu = get_nonneg_int(gctx, v, "gpus");
-            if (gpu > std::int64_t{1} << 31) {
-              gctx.fail(fmt::format("GPU {} is out of range", gpu));
+          gpus = gpu_list(*g, "gpus");
+        }
+        if (auto m = members.find("mirrors"); m != members.end()) {
+          for (const json& one : m->is_array() ? *m : json::array({*m})) {
+            if (!m->is_array() || !one.is_array()) {
+              gctx.fail(fmt::format(
+                  "'mirrors' must be an array of GPU arrays (one per instance), got {}",
+                  type_of(m->is_array() ? one : *m)));
             }
-            gpus.push_back(static_cast<std::uint32_t>(gpu));
+            mirrors.push_back(gpu_list(one, "mirrors"));
           }
         }
       }
@@ -133,7 +151,7 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         rs.push_back(static_cast<Rank>(v));
       }
       try {
-        b.add_group(name, std::move(rs), std::move(gpus));
+        b.add_group(name, std::move(rs), std::move(gpus), std::move(mirrors));
       } catch (const Error& e) {
         gctx.fail(e.what());
       }
@@ -425,11 +443,21 @@ void write_workload_json(const Workload& w, std::ostream& out) {
   for (std::size_t g = 0; g < w.groups().size(); ++g) {
     const Group& grp = w.groups()[g];
     out << (g ? ",\n  " : "\n  ") << q(grp.name) << ": ";
-    if (grp.gpus.empty()) {
+    if (grp.gpus.empty() && grp.mirrors.empty()) {
       out << "[" << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "]";
     } else {
-      out << "{\"ranks\": [" << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "], \"gpus\": ["
-          << fmt::format("{}", fmt::join(grp.gpus, ", ")) << "]}";
+      out << "{\"ranks\": [" << fmt::format("{}", fmt::join(grp.ranks, ", ")) << "]";
+      if (!grp.gpus.empty()) {
+        out << ", \"gpus\": [" << fmt::format("{}", fmt::join(grp.gpus, ", ")) << "]";
+      }
+      if (!grp.mirrors.empty()) {
+        out << ", \"mirrors\": [";
+        for (std::size_t m = 0; m < grp.mirrors.size(); ++m) {
+          out << (m ? ", [" : "[") << fmt::format("{}", fmt::join(grp.mirrors[m], ", ")) << "]";
+        }
+        out << "]";
+      }
+      out << "}";
     }
   }
   out << (w.groups().empty() ? "},\n" : "\n },\n");

@@ -96,6 +96,9 @@ struct TrainingConfig {
   // beside it at the same times, so the step time is the same. Ignored where it would not be
   // exact. The searches set it (`lagom tune`, `compare`, `reproduce`; `--no-fold` clears it).
   bool fold_tp = false;
+  // The cluster's GPUs all see the hardware alike (topologies::gpus_differ): tensor-parallel
+  // ranks then fold beside other parallelism too (tp_folds_exactly).
+  bool gpus_alike = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP/ZeRO gradient bucket (PyTorch's 25 MiB)
   // The cluster GPU of each position of the layout (world() entries, in Megatron's order);
   // empty: position i runs on GPU i. Set by place_around_down_nodes.
@@ -140,9 +143,12 @@ struct GeneratedStep {
   std::string description;  // "llama3-8b, fsdp=16, mbs 1, gbs 32, seq 8192, bf16"
 };
 
-// Whether TrainingConfig::fold_tp, when set, folds this step: tp > 1 is its only parallelism (no
-// pipeline, data-, context- or expert-parallel communicator whose other ranks' traffic would go
-// missing) and no placement (which could set the ranks on GPUs that differ).
+// Whether TrainingConfig::fold_tp, when set, folds this step: tp > 1, no placement (which could
+// set the ranks on GPUs that differ), and either tp is its only parallelism or data-parallel
+// replicas fold too (fold_dp) on a cluster whose GPUs all see the hardware alike (gpus_alike).
+// Beside other parallelism, each pipeline, data-, context- or expert-parallel communicator of
+// tensor-parallel rank 0 then lists the other ranks' instances as mirrors (traces::Group), whose
+// traffic loads the links it shares with them; alike GPUs make them behave as it does.
 bool tp_folds_exactly(const Parallelism& par, const TrainingConfig& cfg);
 
 // Checks that the parallelism fits the model and batch (degrees divide GPUs, layers, heads,

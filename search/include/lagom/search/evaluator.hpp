@@ -37,6 +37,9 @@ struct CollClass {
   // workload holds (searches average their times over it).
   std::int64_t step_calls = 0;
   std::vector<traces::OpId> examples;  // one member op per instance
+  // Per example, the step's instances it stands for (1 unless folded): a folded step's sums over
+  // the examples weigh each by it, so that they are the unfolded step's exactly.
+  std::vector<std::int32_t> weights;
   nccl::CommConfig nccl;               // NCCL's own choice (of the first instance's communicator)
   // NCCL's own choice differs between the class's communicators (pairs over NVLink and over PCIe
   // of one size): a plan that leaves the class at NCCL's choice then writes no rule for it, since
@@ -48,7 +51,9 @@ struct CollClass {
 struct Evaluation {
   Time step_time;
   // Per class (same order as Evaluator::classes()):
-  std::vector<double> comm_us;  // x_j: summed duration of its calls (start to end, one member)
+  // x_j: summed duration of its calls over the whole step (start to end, one member; a folded
+  // instance counts once for each it stands for: CollClass::weights).
+  std::vector<double> comm_us;
   // Over the overlap groups (sim/stats.hpp) that hold one of its calls, summed over each rank's
   // groups and averaged over the ranks: X (communication) and Y (computation) of eq. 1.
   std::vector<double> group_comm_us;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,15 @@ class ModelCost final : public CostModel {
   const topologies::CommunicatorInfo& communicator_info(traces::OpId op) const;
   // The collective model of the communicator a communication op runs on.
   const CollectiveModel& collective_model(traces::OpId op) const;
+  // The other instances a folded communicator stands for (traces::Group::mirrors) that share a
+  // node with the op's own, each with its model, routing and GPUs (in communicator order);
+  // empty for an unfolded one. They run the op's configuration at the same times.
+  struct Mirror {
+    const CollectiveModel* model;
+    const topologies::CommunicatorInfo* info;
+    std::span<const std::uint32_t> gpus;
+  };
+  std::vector<Mirror> mirrors(traces::OpId op) const;
 
   const ComputeModel& compute() const { return compute_; }
   const hardware::HardwareProfile& profile() const { return profile_; }

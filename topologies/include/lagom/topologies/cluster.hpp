@@ -134,6 +134,14 @@ class Cluster {
 // load_cluster_spec() + Cluster(spec): a preset name or a file, with an optional node count.
 Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes = {});
 
+// Whether every GPU of a node sees the hardware alike, so that identical work placed on any of
+// them behaves identically (what makes a folded step's mirrors exact, models/ fold_tp): ""
+// when it does, else which two local GPUs differ and how. A GPU's view: its paths to the
+// node's other GPUs (as a multiset of hop sequences: class, bandwidth, latency), and, on more
+// than one node, its path to the same GPU of the next node with, on each hop, how many of the
+// node's GPUs' such paths cross that link (NIC and PCIe switch sharing).
+std::string gpus_differ(const Cluster& cluster);
+
 std::string_view to_string(VertexKind kind);  // "gpu", "nvswitch", ...
 std::string describe(const Endpoint& e);      // "node0/gpu3", "node1/nic0", "leaf2", "core-switch"
 

@@ -71,8 +71,16 @@ struct Group {
   // simulates one representative of identical data-parallel replicas, so its data-parallel
   // communicators span more GPUs than the ranks it holds (docs/formats/workload.md, "Folding").
   std::vector<std::uint32_t> gpus;
+  // The GPU sets of the identical instances a folded communicator also stands for, each in
+  // communicator order and as long as cluster_gpus(): the communicators of the replicas (or
+  // tensor-parallel ranks) a folded workload leaves out, which run the same collectives at the
+  // same times. The contention model loads the links they share with this instance
+  // (docs/formats/workload.md, "Folding").
+  std::vector<std::vector<std::uint32_t>> mirrors;
   // What the cost models should size the communicator by.
   std::span<const std::uint32_t> cluster_gpus() const { return gpus.empty() ? ranks : gpus; }
+  // Whether it stands for GPUs it does not simulate.
+  bool folded() const { return gpus.size() > ranks.size() || !mirrors.empty(); }
 };
 
 struct Stream {
@@ -237,9 +245,11 @@ class WorkloadBuilder {
 
   // Throws lagom::Error on a duplicate name or a rank outside [0, rank_count).
   // `gpus` (optional): the cluster GPUs the communicator spans, a superset of what `ranks` stand
-  // for (see Group::gpus); empty means `ranks` themselves.
+  // for (see Group::gpus); empty means `ranks` themselves. `mirrors` (optional): see
+  // Group::mirrors; each as long as the GPUs the group spans, and no GPU in two of its sets.
   GroupId add_group(std::string name, std::vector<Rank> ranks,
-                    std::vector<std::uint32_t> gpus = {});
+                    std::vector<std::uint32_t> gpus = {},
+                    std::vector<std::vector<std::uint32_t>> mirrors = {});
   StreamId add_stream(Rank rank, std::string name);
   // `id` may be empty (a generated name is used). Ids must be unique when given.
   OpId add_op(StreamId stream, const OpSpec& spec, std::string_view id = {});
