@@ -55,6 +55,7 @@ void tune(benchmark::State& state, TuneCase c, search::Method method, search::Re
   cfg.overlap = c.overlap;
   cfg.fold_dp = c.fold;
   cfg.fold_tp = c.fold;  // as the searches do: only where exact (models::tp_folds_exactly)
+  cfg.gpus_alike = topologies::gpus_differ(cluster).empty();
   const models::Parallelism par = models::parse_parallelism(c.parallel);
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -103,6 +104,19 @@ TuneCase tp_case(bool fold) {
   return c;
 }
 
+// MPT-7B with tp=8, dp=2 and Domino overlap on two a40-nvlink nodes (Table 2's two-node TP row,
+// mbs 2, gbs 256): folded, one rank stands for the 16 (the 8 data-parallel all-reduces ride as
+// mirrors of rank 0's, splitting each socket's NIC as unfolded).
+TuneCase tp_two_node_case() {
+  TuneCase c = tp_case(true);
+  c.nodes = 2;
+  c.model = "mpt-7b";
+  c.parallel = "tp=8,dp=2";
+  c.mbs = 2;
+  c.gbs = 256;
+  return c;
+}
+
 // `lagom tune --model gpt3-175b --parallel tp=8,pp=8,dp=2 --cluster dgx-h100 --nodes 16 --mbs 1
 // --gbs 64 --seq 2048 -j N`: the step folded to one data-parallel replica (64 ranks, 0.65 M ops),
 // Lagom in NCCL's space; the whole command's work (generation, evaluator, search).
@@ -131,6 +145,13 @@ void register_search_benchmarks() {
           ->Unit(benchmark::kMillisecond)
           ->Iterations(1);
     }
+  }
+  for (int jobs : {1, 2}) {
+    benchmark::RegisterBenchmark(
+        fmt::format("BM_Tune/mpt-7b/tp8dp2-domino/a40-nvlink-x2/full/lagom/j{}", jobs).c_str(),
+        tune, tp_two_node_case(), search::Method::kLagom, search::Resources::kFull, jobs, defaults)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
   }
   if (const char* env = std::getenv("LAGOM_BENCH_SCALE"); env != nullptr && env[0] == '1') {
     for (int jobs : {1, 2}) {

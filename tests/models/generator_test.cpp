@@ -1559,12 +1559,6 @@ TEST(GeneratorFold, FoldedStepHasWorldOverDpRanksAndTheSameStepTime) {
   }
 }
 
-// On cluster A the replicas do not see the same hardware: a pipeline send from GPU 2 reaches
-// the NIC through the CPU's root complex, one from GPU 0 through its own PCIe switch (the NIC
-// is there), and the four replicas' sends share the node's one NIC. Folding simulates replica 0
-// alone, so it is a close lower bound, not exact: within 1% here (0.6%), the longer NIC paths'
-// wire latency and the other replicas' sends, whose bytes share the NIC with replica 0's in the
-// full step (tiny sends, so mostly latency: the share is of their short moving part).
 TEST(GeneratorFold, UnevenInterleavedStagesFoldToTheSameStepTime) {
   // Llama 3's layout in small: 10 blocks as pp=2 x vpp=2 chunks of 3, 2 short (2, 3, 3, 2),
   // tp=2, dp=4 on two DGX H100 nodes.
@@ -1591,18 +1585,36 @@ TEST(GeneratorFold, ContextParallelStepsFoldToTheSameStepTime) {
   EXPECT_EQ(simulate_on(full.workload, hw).step_time, simulate_on(folded.workload, hw).step_time);
 }
 
-TEST(GeneratorFold, FoldingIsCloseWhereReplicasSeeDifferentPaths) {
+// The replicas' pipeline sends and tensor-parallel all-reduces are mirrors of replica 0's: on
+// cluster A (a NIC per socket, its 4 GPUs alike) they split the NICs as the unfolded step's do,
+// to the nanosecond. On cluster B the one NIC sits on the PCIe switch of GPUs 0 and 1 (replica
+// 0's), and the other replicas reach it through the CPU, where they may be held back while
+// replica 0 is not; the folded step runs every replica at replica 0's pace. Close there, not
+// exact (topologies::gpus_differ).
+TEST(GeneratorFold, FoldingIsExactWhereGpusAreAlikeAndCloseWhereNot) {
   const ModelSpec m = tiny();
   const Parallelism p = parse_parallelism("tp=2,pp=2,dp=4");
-  const Hardware hw = hardware("a40-nvlink", 2);
   TrainingConfig c = config(2, 2 * 4 * 4);
   const GeneratedStep full = generate_step(m, p, c);
   c.fold_dp = true;
   const GeneratedStep folded = generate_step(m, p, c);
-  const sim::SimResult a = simulate_on(full.workload, hw);
-  const sim::SimResult b = simulate_on(folded.workload, hw);
-  EXPECT_LE(b.step_time, a.step_time);
-  EXPECT_NEAR(b.step_time.us(), a.step_time.us(), 1e-2 * a.step_time.us());
+  std::size_t mirrored = 0;
+  for (const traces::Group& g : folded.workload.groups()) {
+    mirrored += g.mirrors.empty() ? 0 : 1;
+    if (g.name.starts_with("pp") || g.name.starts_with("tp")) {
+      EXPECT_EQ(g.mirrors.size(), 3u) << g.name;  // the other 3 replicas' instances
+    }
+  }
+  EXPECT_GT(mirrored, 0u);
+  const Hardware a = hardware("a40-nvlink", 2);
+  EXPECT_EQ(topologies::gpus_differ(a.cluster), "");
+  EXPECT_EQ(simulate_on(full.workload, a).step_time, simulate_on(folded.workload, a).step_time);
+  const Hardware b = hardware("a40-pcie", 2);
+  EXPECT_NE(topologies::gpus_differ(b.cluster), "");
+  const double unfolded_us = simulate_on(full.workload, b).step_time.us();
+  // 0.6% slow here: the folded sends split the NIC evenly, where unfolded the replicas that
+  // also cross the CPU leave replica 0 more of it (this tiny step's sends are a large share).
+  EXPECT_NEAR(simulate_on(folded.workload, b).step_time.us(), unfolded_us, 1e-2 * unfolded_us);
 }
 
 TEST(GeneratorFold, FoldedExpertParallelStepHasTheSameStepTime) {
