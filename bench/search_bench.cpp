@@ -56,6 +56,7 @@ void tune(benchmark::State& state, TuneCase c, search::Method method, search::Re
   cfg.fold_dp = c.fold;
   cfg.fold_tp = c.fold;  // as the searches do: only where exact (models::tp_folds_exactly)
   cfg.gpus_alike = topologies::gpus_differ(cluster).empty();
+  cfg.gpus_per_node = cluster.gpus_per_node();
   const models::Parallelism par = models::parse_parallelism(c.parallel);
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -124,6 +124,7 @@ Prepared prepare(const ModelOptions& opts, int gpus, int gpus_per_node) {
   cfg.fold_dp = opts.fold;
   cfg.fold_tp = opts.fold_tp;
   cfg.gpus_alike = opts.gpus_alike;
+  cfg.gpus_per_node = gpus_per_node;
   if (opts.gbs > 0) {
     cfg.gbs = opts.gbs;
   } else {

@@ -60,25 +60,41 @@ void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
   }
 }
 
-void warn_if_mirrors_differ(const topologies::Cluster& cluster, const traces::Workload& w) {
+std::string replicas_share_nodes(const ModelOptions& mo, int gpus_per_node) {
+  const models::Parallelism p = models::parse_parallelism(mo.parallel);
+  const std::int64_t replica = p.world() / std::max(1, p.dp);
+  if (p.dp <= 1 || replica <= 1 || gpus_per_node <= 0 || replica % gpus_per_node == 0) {
+    return "";
+  }
+  return fmt::format(
+      "its data-parallel replicas ({} GPUs each) share {}-GPU nodes, so their communicators hold "
+      "different places in the rings and trees that span them",
+      replica, gpus_per_node);
+}
+
+void warn_if_fold_inexact(const topologies::Cluster& cluster, const traces::Workload& w,
+                          const std::string& share) {
   // A folded step's communicators stand for their mirrors (traces::Group::mirrors), exactly
-  // where the GPUs they run on see the node alike; elsewhere the folded step is close, not exact.
+  // where each mirror runs as the instance simulated: alike GPUs, and the same place in
+  // everything else that runs (docs/models.md §8, Folding).
   const bool mirrored = std::any_of(w.groups().begin(), w.groups().end(),
                                     [](const traces::Group& g) { return !g.mirrors.empty(); });
   if (!mirrored) {
     return;
   }
-  const std::string differ = topologies::gpus_differ(cluster);
+  std::string why = topologies::gpus_differ(cluster);
+  why = why.empty() ? share : share.empty() ? why : why + "; " + share;
   // Once per cluster and process (lagom reproduce sets up dozens of steps).
   static std::mutex once_mutex;
   static std::set<std::string> warned;
   const std::lock_guard<std::mutex> lock(once_mutex);
-  if (!differ.empty() && warned.insert(cluster.name()).second) {
+  if (!why.empty() && warned.insert(cluster.name()).second) {
     warn(fmt::format(
-        "folding on '{}', where {}: the replicas the folded step stands for would not all run "
-        "as the one simulated, so it is close but not exact (0.002% on phi-2 tp=2 pp=2 dp=4 on "
-        "a40-pcie x2); run unfolded (--no-fold for a search) for the exact step",
-        cluster.name(), differ));
+        "folding on '{}', where {}: the instances the folded step stands for would not all run "
+        "as the one simulated, so it is close but not exact (0.002% for phi-2 tp=2 pp=2 dp=4 on "
+        "a40-pcie x2, 0.14% for a search's plan of tree all-reduces for phi-2 tp=2 dp=8 on "
+        "dgx-a100 x2); run unfolded (--no-fold for a search) for the exact step",
+        cluster.name(), why));
   }
 }
 
@@ -147,6 +163,13 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
                         g.gpu, g.gpu, g.gpu / per_node));
       }
     }
+    // A search folds replicas only where that is exact: not where they share nodes (their
+    // communicators hold different places in the rings and trees that span them).
+    const std::string share =
+        mo.fold ? replicas_share_nodes(mo, s.hardware->cluster.gpus_per_node()) : "";
+    if (mo.fold_by_default && !share.empty()) {
+      mo.fold = false;
+    }
     // Folding simulates one replica: the others' traffic through an oversubscribed tier would
     // be missing, and the tier would look idle.
     if (mo.fold && !topologies::oversubscribed_tier(s.hardware->cluster.spec()).empty()) {
@@ -159,7 +182,7 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
     mo.gpus_alike = topologies::gpus_differ(s.hardware->cluster).empty();
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
-    warn_if_mirrors_differ(s.hardware->cluster, step.workload);
+    warn_if_fold_inexact(s.hardware->cluster, step.workload, mo.fold ? share : "");
     s.memory = step.memory;
     s.generated = step.description;
     s.folded = step.folded_replicas;
@@ -174,6 +197,8 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
     }
   }
   if (s.hardware && !from_model) {
+    // A folded workload file (its groups' mirrors): exact only where the mirrors run alike.
+    warn_if_fold_inexact(s.hardware->cluster, s.in.workload, "");
     // A folded workload file on an oversubscribed fabric: the replicas it stands for would share
     // the tier, and their traffic is not in it.
     if (const std::string tier = topologies::oversubscribed_tier(s.hardware->cluster.spec());

@@ -89,8 +89,9 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "the same for every N")(
       "no-fold", po::bool_switch(&t.no_fold),
       "with --model: simulate every data-parallel replica and tensor-parallel rank (by default "
-      "one replica stands for all, and on a step of tensor parallelism alone one rank, which "
-      "gives the same step time)");
+      "one replica stands for all where replicas fill whole nodes or hold one GPU each, and one "
+      "tensor-parallel rank for all where tensor parallelism is the only parallelism or fills "
+      "whole nodes of alike GPUs: the same step time; docs/models.md §8)");
 }
 
 }  // namespace
@@ -210,8 +211,7 @@ SearchSetup setup_search(const WorkloadInput& input, const HardwareOptions& hw, 
   const bool asked = mo.fold;
   mo.fold = !t.no_fold && model_requested(mo, vm) && !replicas_may_differ(hw, mo);
   mo.fold_by_default = mo.fold && !asked;
-  // Tensor-parallel ranks fold where they are the step's only parallelism (exact whatever the
-  // fabric: each collective still loads every link it crosses).
+  // Tensor-parallel ranks fold where that is exact (models::tp_folds_exactly).
   mo.fold_tp = mo.fold;
   SearchSetup s;
   s.step = std::make_unique<StepInput>(load_step_input(input, hw, mo, vm, /*need_cluster=*/true));

@@ -156,60 +156,57 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     };
     add_traffic(model, info, p2p ? gpu_of(from) : -1, p2p ? gpu_of(to) : -1);
     // A folded communicator's other instances (Group::mirrors) move the same bytes at the same
-    // times. Where they cross a link this one does (a NIC or PCIe switch their GPUs share) they
-    // split it with it; their links elsewhere mirror this one's, which carry at least as much.
-    // So each of this instance's links carries every instance's bytes, which is exact when the
-    // instances are alike (max-min fairness on rates treats n alike flows as one of n times the
-    // demand), and its other resources stay its own.
+    // times, at the same rate when they are alike: their bytes join this flow's on every link
+    // they cross (max-min fairness on rates treats n alike flows through a link as one of n
+    // times the demand). All their links, not only this instance's: another simulated flow (a
+    // data-parallel ring over the same GPUs) may meet them where this instance does not go.
+    // Their HBM stays theirs (their GPUs' kernels are not simulated; alike, they match this one's).
+    std::map<FlowSolver::ResourceId, double> own;
     if (const std::vector<ModelCost::Mirror> mirrors = models_.mirrors(op); !mirrors.empty()) {
-      for (const auto& [r, d] : demand) {
-        c.own.push_back(FlowSolver::Use{r, d});
-      }
+      own = demand;
       const std::span<const std::uint32_t> gpus = group->cluster_gpus();
       const auto index = [&](std::int32_t rank) {
         return std::find(gpus.begin(), gpus.end(), static_cast<std::uint32_t>(gpu_of(rank))) -
                gpus.begin();
       };
-      std::map<FlowSolver::ResourceId, double> own = std::move(demand);
       for (const ModelCost::Mirror& mirror : mirrors) {
-        demand.clear();
-        add_traffic(*mirror.model, *mirror.info, p2p ? static_cast<int>(mirror.gpus[index(from)]) : -1,
+        add_traffic(*mirror.model, *mirror.info,
+                    p2p ? static_cast<int>(mirror.gpus[index(from)]) : -1,
                     p2p ? static_cast<int>(mirror.gpus[index(to)]) : -1);
-        for (const auto& [r, d] : demand) {
-          if (auto it = own.find(r); it != own.end()) {
-            it->second += d;
-          }
-        }
       }
-      demand = std::move(own);
     }
     // HBM of the simulated members (a folded group's other GPUs run nothing else here).
     const double hbm = e.gpu_bytes * model.hbm_per_payload_byte(ck, cfg, w.bytes(op)) * per_us;
     if (hbm > 0) {
+      const auto add_hbm = [&](std::uint32_t rank) {
+        demand[hbm_of(rank)] += hbm;
+        if (!own.empty()) {
+          own[hbm_of(rank)] += hbm;
+        }
+      };
       if (p2p) {
-        demand[hbm_of(static_cast<std::uint32_t>(from))] += hbm;
-        demand[hbm_of(static_cast<std::uint32_t>(to))] += hbm;
+        add_hbm(static_cast<std::uint32_t>(from));
+        add_hbm(static_cast<std::uint32_t>(to));
       } else {
         for (std::uint32_t rank : group->ranks) {
-          demand[hbm_of(rank)] += hbm;
+          add_hbm(rank);
         }
       }
     }
     for (const auto& [r, d] : demand) {
       c.uses.push_back(FlowSolver::Use{r, d});
-    }
-    if (!c.own.empty()) {
-      // One instance's draws, HBM included, beside every instance's (for the margin and caps).
-      for (const auto& [r, d] : demand) {
-        if (r >= hbm_base_) {
-          c.own.push_back(FlowSolver::Use{r, d});
-        }
+      if (!own.empty()) {
+        const auto it = own.find(r);
+        c.own.push_back(FlowSolver::Use{r, it == own.end() ? 0.0 : it->second});
       }
     }
   }
+  // How far one instance could be sped up alone (its mirrors' draws are theirs to fit).
   c.margin = std::numeric_limits<double>::infinity();
   for (const FlowSolver::Use& u : c.own.empty() ? c.uses : c.own) {
-    c.margin = std::min(c.margin, solver_.capacity(u.resource) / u.demand);
+    if (u.demand > 0) {
+      c.margin = std::min(c.margin, solver_.capacity(u.resource) / u.demand);
+    }
   }
   CommInfo* stored = &comm_.emplace(key, std::move(c)).first->second;
   by_op_[op] = stored;
@@ -343,15 +340,27 @@ void ResourceContention::started(const Activity& a) {
     const bool fits = scale <= c.margin;
     std::span<const FlowSolver::Use> uses = c.uses;
     if (!fits) {
-      // Capped as one instance; a folded one's links then carry its mirrors' share again.
-      const std::vector<FlowSolver::Use>& one = c.own.empty() ? c.uses : c.own;
-      scratch_.assign(one.begin(), one.end());
+      // Capped as one instance would be alone: a folded instance's own draws are capped and
+      // its mirrors' scaled alike (where it does not go itself, each mirror is alone there).
+      scratch_.assign(c.uses.begin(), c.uses.end());
       for (FlowSolver::Use& u : scratch_) {
         u.demand *= scale;
       }
-      fit_alone(scratch_, 1.0, given_by, given_ns != traces::kNoDuration);
-      for (std::size_t i = 0; i < scratch_.size() && !c.own.empty(); ++i) {
-        scratch_[i].demand *= c.uses[i].demand / c.own[i].demand;
+      if (c.own.empty()) {
+        fit_alone(scratch_, 1.0, given_by, given_ns != traces::kNoDuration);
+      } else {
+        std::vector<FlowSolver::Use> one(c.own.begin(), c.own.end());
+        for (FlowSolver::Use& u : one) {
+          u.demand *= scale;
+        }
+        fit_alone(one, 1.0, given_by, given_ns != traces::kNoDuration);
+        for (std::size_t i = 0; i < scratch_.size(); ++i) {
+          const double alone = c.own[i].demand * scale;
+          scratch_[i].demand *= alone > 0 ? one[i].demand / alone : 1.0;
+          scratch_[i].demand = alone > 0 ? scratch_[i].demand
+                                          : std::min(scratch_[i].demand,
+                                                     solver_.capacity(scratch_[i].resource));
+        }
       }
       uses = scratch_;
     }

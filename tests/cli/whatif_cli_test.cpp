@@ -355,6 +355,42 @@ TEST(WhatIfCli, FoldingStopsAtAnOversubscribedFabric) {
             nlohmann::json::parse(unfolded.out)["step_time_us"]);
 }
 
+TEST(WhatIfCli, ReplicasThatShareNodesFoldOnlyWhenAsked) {
+  // Phi-2 tp=2,dp=8 on two DGX A100 nodes: 4 replicas of 2 GPUs a node, whose tensor-parallel
+  // pairs sit at different places of the data-parallel tree's chain. A search does not fold
+  // them (same step as --no-fold); --fold is the user's choice, with a warning.
+  const std::vector<std::string> step = {"--model", "phi-2",    "--parallel", "tp=2,dp=8",
+                                         "--seq",   "512",      "--cluster",  "dgx-a100",
+                                         "--nodes", "2"};
+  auto run = [&](std::vector<std::string> head) {
+    head.insert(head.end(), step.begin(), step.end());
+    return run_lagom(head);
+  };
+  const CliRun tune = run({"tune", "--method", "nccl", "--json"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  EXPECT_FALSE(nlohmann::json::parse(tune.out)["context"].contains("folded_replicas"));
+  EXPECT_EQ(tune.err.find("warning"), std::string::npos) << tune.err;
+  const CliRun folded = run({"simulate", "--fold"});
+  EXPECT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_NE(folded.err.find("its data-parallel replicas (2 GPUs each) share 8-GPU nodes"),
+            std::string::npos)
+      << folded.err;
+  // A folded workload file warns when replayed where its mirrors would differ (cluster B).
+  TempDir tmp;
+  const std::string file = (tmp.path() / "f.json").string();
+  const CliRun exported =
+      run_lagom({"export", "--format", "json", "--out", file, "--fold", "--model", "phi-2",
+                 "--parallel", "tp=2,pp=2,dp=4", "--gbs", "16", "--cluster", "a40-pcie",
+                 "--nodes", "2"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const CliRun replay =
+      run_lagom({"simulate", "--workload", file, "--cluster", "a40-pcie", "--nodes", "2"});
+  EXPECT_EQ(replay.exit_code, 0) << replay.err;
+  EXPECT_NE(replay.err.find("warning: folding on 'a40-pcie', where local GPUs 0 and 2"),
+            std::string::npos)
+      << replay.err;
+}
+
 TEST(WhatIfCli, APlacementMayUsePartOfTheClusterButNotChakra) {
   // Two nodes of the 127-node SuperPOD, in different scalable units (leaf groups).
   TempDir tmp;

@@ -1685,13 +1685,13 @@ TEST(GeneratorFold, TensorParallelRanksFoldToTheSameStepTime) {
 }
 
 // Beside other parallelism, tensor-parallel rank 0 stands for the others when data-parallel
-// replicas fold too and every GPU sees the node alike: each of its data-parallel, pipeline and
-// expert communicators lists the instances of the ranks left out as mirrors, whose traffic loads
-// the links it shares with them (a socket's NIC). The step time is then the same to the
-// nanosecond: cluster A (a NIC per socket, shared by its 4 GPUs) and DGX H100 (a NIC per GPU),
-// with pipelines, sequence parallelism and experts. Cluster B's one NIC sits behind GPUs 0 and 1,
-// so its GPUs differ and tensor-parallel ranks fold there only when they are the only
-// parallelism.
+// replicas fold too, every GPU sees the node alike and the tensor-parallel groups fill whole
+// nodes: each of rank 0's data-parallel, pipeline and expert communicators lists the instances
+// of the ranks left out as mirrors, whose traffic loads the links they cross (a socket's NIC).
+// The step time is then the same to the nanosecond: cluster A (a NIC per socket, shared by its 4
+// GPUs) and DGX H100 (a NIC per GPU), with pipelines, sequence parallelism and experts. Cluster
+// B's one NIC sits behind GPUs 0 and 1, so its GPUs differ and tensor-parallel ranks fold there
+// only when they are the only parallelism.
 TEST(GeneratorFold, TensorParallelRanksFoldBesideOtherParallelismThroughMirrors) {
   struct Case {
     const char* cluster;
@@ -1699,10 +1699,10 @@ TEST(GeneratorFold, TensorParallelRanksFoldBesideOtherParallelismThroughMirrors)
     const char* par;
     int gbs;
   };
-  for (const Case& k : {Case{"a40-nvlink", 2, "tp=8,dp=2", 8}, Case{"a40-nvlink", 2, "tp=2,pp=2,dp=4", 16},
-                        Case{"a40-nvlink", 1, "tp=2,pp=2,dp=2", 8},
-                        Case{"dgx-h100", 2, "tp=4,sp,pp=2,dp=2", 8},
-                        Case{"dgx-h100", 1, "tp=2,ep=2,dp=2", 8}}) {
+  for (const Case& k :
+       {Case{"a40-nvlink", 2, "tp=8,dp=2", 8}, Case{"a40-nvlink", 4, "tp=8,pp=2,dp=2", 8},
+        Case{"dgx-h100", 2, "tp=8,sp,pp=2", 8}, Case{"dgx-h100", 4, "tp=8,sp,pp=2,dp=2", 8},
+        Case{"dgx-h100", 2, "tp=8,ep=2", 8}}) {
     SCOPED_TRACE(fmt::format("{} on {} x{}", k.par, k.cluster, k.nodes));
     const Parallelism p = parse_parallelism(k.par);
     ModelSpec mm = p.ep > 1 ? tiny_moe() : tiny();
@@ -1716,6 +1716,7 @@ TEST(GeneratorFold, TensorParallelRanksFoldBesideOtherParallelismThroughMirrors)
     EXPECT_FALSE(tp_folds_exactly(p, c));  // not without knowing the GPUs are alike
     ASSERT_EQ(topologies::gpus_differ(hw.cluster), "");
     c.gpus_alike = true;
+    c.gpus_per_node = hw.cluster.gpus_per_node();
     ASSERT_TRUE(tp_folds_exactly(p, c));
     const GeneratedStep folded = generate_step(mm, p, c);
     const int fold = p.tp * p.dp;
@@ -1754,6 +1755,19 @@ TEST(GeneratorFold, TensorParallelRanksFoldOnlyWhereNothingElseWouldGoMissing) {
   placed.placement = {3, 2, 1, 0};
   EXPECT_FALSE(tp_folds_exactly(parse_parallelism("tp=4"), placed));
   EXPECT_EQ(generate_step(m, parse_parallelism("tp=4"), placed).workload.rank_count(), 4u);
+  // Tensor-parallel groups smaller than a node do not fold beside other parallelism, alike GPUs
+  // or not: their ranks' data-parallel instances can hold different places in a tree's chain.
+  c.fold_dp = true;
+  c.gpus_alike = true;
+  c.gpus_per_node = 8;
+  EXPECT_FALSE(tp_folds_exactly(parse_parallelism("tp=2,dp=4"), c));
+  EXPECT_TRUE(tp_folds_exactly(parse_parallelism("tp=8,dp=4"), c));
+  EXPECT_TRUE(tp_folds_exactly(parse_parallelism("tp=16,pp=2"), c));
+  c.gpus_alike = false;
+  EXPECT_FALSE(tp_folds_exactly(parse_parallelism("tp=8,dp=4"), c));
+  c.fold_dp = false;
+  c.gpus_alike = true;
+  EXPECT_FALSE(tp_folds_exactly(parse_parallelism("tp=8,dp=4"), c));  // replicas not folded
   // Cluster B's GPUs differ: GPUs 0 and 1 share a PCIe switch with the NIC, the others reach it
   // through the CPU.
   EXPECT_NE(topologies::gpus_differ(hardware("a40-pcie", 2).cluster).find("local GPUs 0 and 2"),

@@ -488,6 +488,21 @@ Workload WorkloadBuilder::build(std::string_view where) && {
       throw Error(
           fmt::format("{}ranks {} would all run on GPU {}", pre, fmt::join(on, " and "), *dup));
     }
+    // A mirror stands for GPUs the workload does not simulate: none may run a rank.
+    for (const Group& g : groups_) {
+      for (const std::vector<std::uint32_t>& m : g.mirrors) {
+        for (std::uint32_t gpu : m) {
+          if (std::binary_search(sorted.begin(), sorted.end(), gpu)) {
+            const auto r = static_cast<Rank>(
+                std::find(rank_gpu.begin(), rank_gpu.end(), gpu) - rank_gpu.begin());
+            throw Error(fmt::format(
+                "{}group '{}' has a mirror on GPU {}, where rank {} runs: mirrors stand for "
+                "instances on GPUs the workload does not simulate",
+                pre, g.name, gpu, r));
+          }
+        }
+      }
+    }
   }
 
   Workload w;

@@ -96,9 +96,11 @@ struct TrainingConfig {
   // beside it at the same times, so the step time is the same. Ignored where it would not be
   // exact. The searches set it (`lagom tune`, `compare`, `reproduce`; `--no-fold` clears it).
   bool fold_tp = false;
-  // The cluster's GPUs all see the hardware alike (topologies::gpus_differ): tensor-parallel
-  // ranks then fold beside other parallelism too (tp_folds_exactly).
+  // The cluster's GPUs all see the hardware alike (topologies::gpus_differ), on nodes of this
+  // many: tensor-parallel ranks then fold beside other parallelism too where each
+  // tensor-parallel group fills whole nodes (tp_folds_exactly).
   bool gpus_alike = false;
+  int gpus_per_node = 0;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP/ZeRO gradient bucket (PyTorch's 25 MiB)
   // The cluster GPU of each position of the layout (world() entries, in Megatron's order);
   // empty: position i runs on GPU i. Set by place_around_down_nodes.
@@ -145,10 +147,16 @@ struct GeneratedStep {
 
 // Whether TrainingConfig::fold_tp, when set, folds this step: tp > 1, no placement (which could
 // set the ranks on GPUs that differ), and either tp is its only parallelism or data-parallel
-// replicas fold too (fold_dp) on a cluster whose GPUs all see the hardware alike (gpus_alike).
-// Beside other parallelism, each pipeline, data-, context- or expert-parallel communicator of
+// replicas fold too (fold_dp) on a cluster whose GPUs all see the hardware alike (gpus_alike)
+// with each tensor-parallel group filling whole nodes (tp a multiple of gpus_per_node). Beside
+// other parallelism, each pipeline, data-, context- or expert-parallel communicator of
 // tensor-parallel rank 0 then lists the other ranks' instances as mirrors (traces::Group), whose
-// traffic loads the links it shares with them; alike GPUs make them behave as it does.
+// traffic loads the links they cross. Those instances behave as rank 0's when their GPUs are
+// alike and hold the same place in everything else that runs: whole-node tensor-parallel groups
+// give every rank the same local GPU index on each node of its other communicators, so the
+// same place in their rings and trees. With smaller groups a tree's chain can put one rank's
+// data-parallel instance at its head and another's in its middle, beside different
+// tensor-parallel traffic (cluster B, tp=2,dp=4 on one node: a plan 0.2% apart).
 bool tp_folds_exactly(const Parallelism& par, const TrainingConfig& cfg);
 
 // Checks that the parallelism fits the model and batch (degrees divide GPUs, layers, heads,

@@ -99,8 +99,8 @@ class ResourceContention final : public ContentionModel {
     int nthreads = 0;
     double in_flight_bytes = 0;         // 4 * channels * chunk
     std::vector<FlowSolver::Use> uses;  // at rate 1
-    // A folded communicator's (Group::mirrors): one instance's draws, in the order of `uses`,
-    // whose links also carry the other instances'; empty otherwise.
+    // A folded communicator's (Group::mirrors): one instance's draws, in the order of `uses`
+    // (which add its mirrors' bytes; 0 where only they go); empty otherwise.
     std::vector<FlowSolver::Use> own;
     // The most any instance may be sped up before some resource alone cannot carry it:
     // min over uses of capacity / demand (>= 1 for the model's own time).
