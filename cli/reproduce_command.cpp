@@ -660,10 +660,10 @@ Report fig7(const Fig7Options& o) {
       const double sl = nccl.nccl_step_time.us() / lg.step_time.us();
       const std::size_t top = dominant(eval, nccl).front();
       const search::CollClass& cls = eval.classes()[top];
-      const std::string dom =
-          fmt::format("{} {} x{}: {} -> {} / {}", nccl::to_string(cls.coll),
-                      format_bytes(cls.bytes), cls.step_calls, short_config(nccl.choices[top].config),
-                      short_config(ac.choices[top].config), short_config(lg.choices[top].config));
+      const std::string dom = fmt::format(
+          "{} {} x{}: {} -> {} / {}", nccl::to_string(cls.coll), format_bytes(cls.bytes),
+          cls.step_calls, short_config(nccl.choices[top].config),
+          short_config(ac.choices[top].config), short_config(lg.choices[top].config));
       const PaperRange pr = lagom_range(w->family);
       Claim c;
       c.experiment = fmt::format("{} on {}", name_of(*w), cluster);

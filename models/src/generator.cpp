@@ -1219,8 +1219,8 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const Parallelism& p, const T
 
 bool tp_folds_exactly(const Parallelism& p, const TrainingConfig& c) {
   return p.tp > 1 && c.placement.empty() &&
-         (p.world() == p.tp || (c.fold_dp && c.gpus_alike && c.gpus_per_node > 0 &&
-                                p.tp % c.gpus_per_node == 0));
+         (p.world() == p.tp ||
+          (c.fold_dp && c.gpus_alike && c.gpus_per_node > 0 && p.tp % c.gpus_per_node == 0));
 }
 
 namespace {

@@ -44,24 +44,22 @@ std::vector<std::vector<std::uint32_t>> mirrors_of(const RankLayout& layout, Ins
   if (layout.fold() == 1) {
     return out;
   }
-  // Communicators partition the GPUs: two instances are the same or share no GPU, so the least
-  // GPU names one.
-  std::vector<std::uint32_t> seen;
-  const auto first = [](const std::vector<std::uint32_t>& g) {
-    return *std::min_element(g.begin(), g.end());
+  // A communicator spans a folded axis when moving along it gives the same instance
+  // (communicators partition the GPUs: two instances are the same or share no GPU); its
+  // mirrors are the instances at every offset along the folded axes it does not span.
+  const std::vector<std::uint32_t> own = instance(Coord{0, 0, 0, 0, 0});
+  const auto spans = [&](const Coord& step) {
+    const std::vector<std::uint32_t> moved = instance(step);
+    return std::find(own.begin(), own.end(), moved.front()) != own.end();
   };
-  seen.push_back(first(instance(Coord{0, 0, 0, 0, 0})));
-  for (int dp = 0; dp < layout.dp_fold(); ++dp) {
-    for (int tp = 0; tp < layout.tp_fold(); ++tp) {
-      if (dp == 0 && tp == 0) {
-        continue;
+  const int dps = layout.dp_fold() > 1 && !spans(Coord{0, 0, 0, 1, 0}) ? layout.dp_fold() : 1;
+  const int tps = layout.tp_fold() > 1 && !spans(Coord{1, 0, 0, 0, 0}) ? layout.tp_fold() : 1;
+  out.reserve(static_cast<std::size_t>(dps) * static_cast<std::size_t>(tps) - 1);
+  for (int dp = 0; dp < dps; ++dp) {
+    for (int tp = 0; tp < tps; ++tp) {
+      if (dp != 0 || tp != 0) {
+        out.push_back(instance(Coord{tp, 0, 0, dp, 0}));
       }
-      std::vector<std::uint32_t> gpus = instance(Coord{tp, 0, 0, dp, 0});
-      if (std::find(seen.begin(), seen.end(), first(gpus)) != seen.end()) {
-        continue;  // an axis the communicator spans: the same instance
-      }
-      seen.push_back(first(gpus));
-      out.push_back(std::move(gpus));
     }
   }
   return out;
@@ -102,7 +100,8 @@ void build_groups(const RankLayout& layout, traces::WorkloadBuilder& b, std::vec
     auto mirrors = mirrors_of(layout, [&](const Coord& by) {
       std::vector<std::uint32_t> m;
       for (int i = 0; i < size; ++i) {
-        m.push_back(static_cast<std::uint32_t>(layout.gpu_of(vary(shifted(layout.coord(r), by), i))));
+        m.push_back(
+            static_cast<std::uint32_t>(layout.gpu_of(vary(shifted(layout.coord(r), by), i))));
       }
       return m;
     });

@@ -303,8 +303,8 @@ Configs autoccl(SearchRun& run) {
     for (std::size_t j = 0; j < n; ++j) {
       if (ds[j].pending) {
         const double before = ds[j].best_t;
-        report(run.classes()[j], ds[j], *ds[j].pending, e.comm_us[j] / static_cast<double>(run.classes()[j].step_calls),
-               o.autoccl_min_gain);
+        report(run.classes()[j], ds[j], *ds[j].pending,
+               e.comm_us[j] / static_cast<double>(run.classes()[j].step_calls), o.autoccl_min_gain);
         native_best[j] = native_best[j] && !(ds[j].best_t < before);
       }
     }

@@ -147,8 +147,8 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     const traces::GroupId gid = w.group(op);
     std::int64_t stands_for = folded;
     if (gid != traces::kNoGroup && !w.groups()[static_cast<std::size_t>(gid)].mirrors.empty()) {
-      stands_for = 1 + static_cast<std::int64_t>(
-                           w.groups()[static_cast<std::size_t>(gid)].mirrors.size());
+      stands_for =
+          1 + static_cast<std::int64_t>(w.groups()[static_cast<std::size_t>(gid)].mirrors.size());
     } else if (gid != traces::kNoGroup) {
       const traces::Group& g = w.groups()[static_cast<std::size_t>(gid)];
       const auto span = static_cast<std::int64_t>(g.cluster_gpus().size());

@@ -357,9 +357,9 @@ void ResourceContention::started(const Activity& a) {
         for (std::size_t i = 0; i < scratch_.size(); ++i) {
           const double alone = c.own[i].demand * scale;
           scratch_[i].demand *= alone > 0 ? one[i].demand / alone : 1.0;
-          scratch_[i].demand = alone > 0 ? scratch_[i].demand
-                                          : std::min(scratch_[i].demand,
-                                                     solver_.capacity(scratch_[i].resource));
+          scratch_[i].demand =
+              alone > 0 ? scratch_[i].demand
+                        : std::min(scratch_[i].demand, solver_.capacity(scratch_[i].resource));
         }
       }
       uses = scratch_;

@@ -359,9 +359,8 @@ TEST(WhatIfCli, ReplicasThatShareNodesFoldOnlyWhenAsked) {
   // Phi-2 tp=2,dp=8 on two DGX A100 nodes: 4 replicas of 2 GPUs a node, whose tensor-parallel
   // pairs sit at different places of the data-parallel tree's chain. A search does not fold
   // them (same step as --no-fold); --fold is the user's choice, with a warning.
-  const std::vector<std::string> step = {"--model", "phi-2",    "--parallel", "tp=2,dp=8",
-                                         "--seq",   "512",      "--cluster",  "dgx-a100",
-                                         "--nodes", "2"};
+  const std::vector<std::string> step = {"--model", "phi-2",     "--parallel", "tp=2,dp=8", "--seq",
+                                         "512",     "--cluster", "dgx-a100",   "--nodes",   "2"};
   auto run = [&](std::vector<std::string> head) {
     head.insert(head.end(), step.begin(), step.end());
     return run_lagom(head);
@@ -378,10 +377,9 @@ TEST(WhatIfCli, ReplicasThatShareNodesFoldOnlyWhenAsked) {
   // A folded workload file warns when replayed where its mirrors would differ (cluster B).
   TempDir tmp;
   const std::string file = (tmp.path() / "f.json").string();
-  const CliRun exported =
-      run_lagom({"export", "--format", "json", "--out", file, "--fold", "--model", "phi-2",
-                 "--parallel", "tp=2,pp=2,dp=4", "--gbs", "16", "--cluster", "a40-pcie",
-                 "--nodes", "2"});
+  const CliRun exported = run_lagom({"export", "--format", "json", "--out", file, "--fold",
+                                     "--model", "phi-2", "--parallel", "tp=2,pp=2,dp=4", "--gbs",
+                                     "16", "--cluster", "a40-pcie", "--nodes", "2"});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   const CliRun replay =
       run_lagom({"simulate", "--workload", file, "--cluster", "a40-pcie", "--nodes", "2"});

@@ -6,12 +6,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <tuple>
 #include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "cluster_impl.hpp"
 #include "lagom/common/error.hpp"

@@ -233,7 +233,8 @@ std::vector<std::string> write_chakra(const Workload& w, const std::string& pref
           "group '{}' spans {} GPUs with {} ranks{} (a folded step): Chakra traces have one rank "
           "per GPU; export it unfolded, or as workload JSON",
           g.name, g.cluster_gpus().size(), g.ranks.size(),
-          g.mirrors.empty() ? "" : fmt::format(" and stands for {} more instances", g.mirrors.size())));
+          g.mirrors.empty() ? ""
+                            : fmt::format(" and stands for {} more instances", g.mirrors.size())));
     }
   }
   for (Rank r = 0; r < w.rank_count(); ++r) {

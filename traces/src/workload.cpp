@@ -493,8 +493,8 @@ Workload WorkloadBuilder::build(std::string_view where) && {
       for (const std::vector<std::uint32_t>& m : g.mirrors) {
         for (std::uint32_t gpu : m) {
           if (std::binary_search(sorted.begin(), sorted.end(), gpu)) {
-            const auto r = static_cast<Rank>(
-                std::find(rank_gpu.begin(), rank_gpu.end(), gpu) - rank_gpu.begin());
+            const auto r = static_cast<Rank>(std::find(rank_gpu.begin(), rank_gpu.end(), gpu) -
+                                             rank_gpu.begin());
             throw Error(fmt::format(
                 "{}group '{}' has a mirror on GPU {}, where rank {} runs: mirrors stand for "
                 "instances on GPUs the workload does not simulate",

@@ -108,8 +108,8 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
       std::vector<std::vector<std::uint32_t>> mirrors;
       const auto gpu_list = [&](const json& list, std::string_view what) {
         if (!list.is_array()) {
-          gctx.fail(fmt::format("'{}' must be an array of GPU numbers, got {}", what,
-                                type_of(list)));
+          gctx.fail(
+              fmt::format("'{}' must be an array of GPU numbers, got {}", what, type_of(list)));
         }
         std::vector<std::uint32_t> out;
         for (const json& v : list) {
@@ -130,9 +130,9 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
         if (auto m = members.find("mirrors"); m != members.end()) {
           for (const json& one : m->is_array() ? *m : json::array({*m})) {
             if (!m->is_array() || !one.is_array()) {
-              gctx.fail(fmt::format(
-                  "'mirrors' must be an array of GPU arrays (one per instance), got {}",
-                  type_of(m->is_array() ? one : *m)));
+              gctx.fail(
+                  fmt::format("'mirrors' must be an array of GPU arrays (one per instance), got {}",
+                              type_of(m->is_array() ? one : *m)));
             }
             mirrors.push_back(gpu_list(one, "mirrors"));
           }

@@ -40,7 +40,7 @@ struct CollClass {
   // Per example, the step's instances it stands for (1 unless folded): a folded step's sums over
   // the examples weigh each by it, so that they are the unfolded step's exactly.
   std::vector<std::int32_t> weights;
-  nccl::CommConfig nccl;               // NCCL's own choice (of the first instance's communicator)
+  nccl::CommConfig nccl;  // NCCL's own choice (of the first instance's communicator)
   // NCCL's own choice differs between the class's communicators (pairs over NVLink and over PCIe
   // of one size): a plan that leaves the class at NCCL's choice then writes no rule for it, since
   // one rule would give every communicator the first one's configuration on replay.

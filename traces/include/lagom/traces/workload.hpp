@@ -247,8 +247,7 @@ class WorkloadBuilder {
   // `gpus` (optional): the cluster GPUs the communicator spans, a superset of what `ranks` stand
   // for (see Group::gpus); empty means `ranks` themselves. `mirrors` (optional): see
   // Group::mirrors; each as long as the GPUs the group spans, and no GPU in two of its sets.
-  GroupId add_group(std::string name, std::vector<Rank> ranks,
-                    std::vector<std::uint32_t> gpus = {},
+  GroupId add_group(std::string name, std::vector<Rank> ranks, std::vector<std::uint32_t> gpus = {},
                     std::vector<std::vector<std::uint32_t>> mirrors = {});
   StreamId add_stream(Rank rank, std::string name);
   // `id` may be empty (a generated name is used). Ids must be unique when given.
