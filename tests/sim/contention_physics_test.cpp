@@ -334,6 +334,44 @@ TEST(ContentionPhysics, TwoRingsOnOneSocketLinkShareIt) {
   }
 }
 
+// A folded communicator's mirrors (traces::Group::mirrors) load the links they cross as the
+// instances they stand for would. On two a40-nvlink nodes GPUs 0 and 1 share socket 0's NIC: two
+// cross-node all-reduces, {0, 8} and {1, 9}, split it. Folded to one instance on {0, 8} with the
+// mirror {1, 9}, the step takes exactly as long as the two instances unfolded, model-timed and
+// measured alike (a duration faster than the hardware takes the capping path, per instance);
+// without the mirror the NIC looks idle and the all-reduce runs as alone.
+TEST(ContentionPhysics, AFoldedInstanceSplitsItsNicWithItsMirrors) {
+  const topologies::Cluster cluster = topologies::load_cluster("a40-nvlink", 2);
+  const hardware::HardwareProfile profile = hardware::load_profile("a40");
+  const auto op = [](int rank, const char* group, const std::string& measured) {
+    return fmt::format(
+        R"({{"rank": {}, "streams": [{{"stream": "c", "ops": [{{"id": "ar{}", "kind": "allreduce",
+           "group": "{}", "bytes": {}, "config": {{"algo": "ring", "proto": "simple",
+           "nchannels": 4}}{}}}]}}]}})",
+        rank, rank, group, 256 * kMebibyte, measured);
+  };
+  for (const std::string& measured : {std::string(), std::string(R"(, "duration_us": 500)")}) {
+    SCOPED_TRACE(measured.empty() ? "model-timed" : "measured, faster than the NIC");
+    const traces::Workload unfolded = test::workload(
+        fmt::format("[{}, {}, {}, {}]", op(0, "a", measured), op(1, "b", measured),
+                    op(2, "a", measured), op(3, "b", measured)),
+        R"({"a": {"ranks": [0, 2], "gpus": [0, 8]}, "b": {"ranks": [1, 3], "gpus": [1, 9]}})");
+    const auto folded = [&](const char* mirrors) {
+      return test::workload(
+          fmt::format("[{}, {}]", op(0, "a", measured), op(1, "a", measured)),
+          fmt::format(R"({{"a": {{"ranks": [0, 1], "gpus": [0, 8]{}}}}})", mirrors));
+    };
+    const Ran full = run(cluster, profile, unfolded);
+    const Ran mirrored = run(cluster, profile, folded(R"(, "mirrors": [[1, 9]])"));
+    const Ran alone = run(cluster, profile, folded(""));
+    EXPECT_TRUE(full.violations.empty()) << full.violations.front();
+    EXPECT_TRUE(mirrored.violations.empty()) << mirrored.violations.front();
+    EXPECT_GT(full.saturated, 0);
+    EXPECT_EQ(mirrored.s.r.step_time, full.s.r.step_time);
+    EXPECT_GT(mirrored.s.r.step_time.us(), 1.5 * alone.s.r.step_time.us());
+  }
+}
+
 TEST(ContentionPhysics, TwoRingsThroughOnePcieSwitchSplitItsUplink) {
   // a40-pcie, one node: GPUs 0 and 1 sit on switch sw0, GPUs 2 and 3 on sw1, both switches
   // under cpu0. Ring {0, 2} and ring {1, 3} each cross sw0's uplink (32 GB/s * 0.8 = 25.6 GB/s)
