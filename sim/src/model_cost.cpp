@@ -83,14 +83,17 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
     return c;
   };
   for (const traces::Group& g : w.groups()) {
+    // `how`: "spans" (its own GPUs) or "stands for an instance on" (a mirror's).
+    const auto check = [&](std::uint32_t gpu, std::string_view how) {
+      if (gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
+        throw Error(fmt::format(
+            "group '{}' {} GPU {} but cluster '{}' has {} GPUs; pass --nodes to make it larger",
+            g.name, how, gpu, cluster.name(), cluster.gpu_count()));
+      }
+    };
     const auto gpus = g.cluster_gpus();
     for (std::uint32_t gpu : gpus) {
-      if (gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
-        throw Error(
-            fmt::format("group '{}' spans GPU {} but cluster '{}' has {} GPUs; pass "
-                        "--nodes to make it larger",
-                        g.name, gpu, cluster.name(), cluster.gpu_count()));
-      }
+      check(gpu, "spans");
     }
     auto c = make(std::vector<int>(gpus.begin(), gpus.end()));
     // Mirrors on nodes this instance does not use share no NVLink, PCIe or NIC with it, and
@@ -103,12 +106,7 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
     for (const std::vector<std::uint32_t>& m : g.mirrors) {
       bool near = false;
       for (std::uint32_t gpu : m) {
-        if (gpu >= static_cast<std::uint32_t>(cluster.gpu_count())) {
-          throw Error(
-              fmt::format("group '{}' stands for an instance on GPU {} but cluster '{}' has {} "
-                          "GPUs; pass --nodes to make it larger",
-                          g.name, gpu, cluster.name(), cluster.gpu_count()));
-        }
+        check(gpu, "stands for an instance on");
         near = near || std::find(nodes.begin(), nodes.end(), static_cast<int>(gpu) / per_node) !=
                            nodes.end();
       }
