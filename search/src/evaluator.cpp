@@ -383,39 +383,40 @@ double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
   own.current[j] = override_of(c);
   const traces::ExecutionGraph& graph = own.sim->graph();
   // In whole nanoseconds, as measure() sums (a folded step's sum is then exactly its share).
-  std::int64_t ns = 0;
+  double ns = 0;
   const CollClass& cls = classes_[j];
   for (std::size_t i = 0; i < cls.examples.size(); ++i) {
     const traces::OpId op = cls.examples[i];
     // As the engine times an instance alone: by its measured member's duration when it has one
     // (then `c` does not set it), else by the collective model under `c`.
     if (const auto m = traces::measured_member(w_, graph, graph.instance_of(op))) {
-      ns += w_.duration_ns(*m) * cls.weights[i];
+      ns += static_cast<double>(w_.duration_ns(*m)) * cls.weights[i];
     } else {
-      ns += cost_->standalone_time(w_, graph, op).count_ns() * cls.weights[i];
+      ns += cost_->standalone_time(w_, graph, op).count_ns_double() * cls.weights[i];
     }
   }
-  return static_cast<double>(ns) / 1000.0;
+  return ns / 1000.0;
 }
 
 Evaluation Evaluator::measure(const sim::SimResult& r) const {
-  // Summed in whole nanoseconds and converted once: a folded step's sums are then exactly the
-  // unfolded step's over the ranks it stands for (alike ranks' equal terms), whatever the order.
+  // Summed in whole nanoseconds (integers, exact in a double below 2^53 ns, 104 days; never an
+  // overflow) and converted once: a folded step's sums are then exactly the unfolded step's over
+  // the ranks it stands for (alike ranks' equal terms), whatever the order.
   Evaluation e;
   e.step_time = r.step_time;
   const std::size_t n = classes_.size();
-  std::vector<std::int64_t> comm(n, 0), group_comm(n, 0), group_compute(n, 0);
+  std::vector<double> comm(n, 0), group_comm(n, 0), group_compute(n, 0);
   for (std::size_t j = 0; j < n; ++j) {
     const CollClass& c = classes_[j];
     for (std::size_t i = 0; i < c.examples.size(); ++i) {
       const traces::OpId op = c.examples[i];
-      comm[j] += (r.ops[op].end - r.ops[op].start).count_ns() * c.weights[i];
+      comm[j] += (r.ops[op].end - r.ops[op].start).count_ns_double() * c.weights[i];
     }
   }
-  std::int64_t compute = 0;
+  double compute = 0;
   for (traces::OpId op = 0; op < w_.op_count(); ++op) {
     if (w_.kind(op) == traces::OpKind::kCompute) {
-      compute += (r.ops[op].end - r.ops[op].start).count_ns();
+      compute += (r.ops[op].end - r.ops[op].start).count_ns_double();
     }
   }
   const sim::OverlapStats groups = sim::find_overlap_groups(w_, r);
@@ -426,12 +427,12 @@ Evaluation Evaluator::measure(const sim::SimResult& r) const {
       const std::int32_t j = class_of_op_[op];
       if (j >= 0 && seen[static_cast<std::size_t>(j)] != g) {
         seen[static_cast<std::size_t>(j)] = g;
-        group_comm[static_cast<std::size_t>(j)] += group.comm.count_ns();
-        group_compute[static_cast<std::size_t>(j)] += group.compute.count_ns();
+        group_comm[static_cast<std::size_t>(j)] += group.comm.count_ns_double();
+        group_compute[static_cast<std::size_t>(j)] += group.compute.count_ns_double();
       }
     }
   }
-  const auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1000.0; };
+  const auto us = [](double ns) { return ns / 1000.0; };
   e.compute_us = us(compute);
   // Per rank, so that a folded step (one data-parallel replica standing for all) measures what
   // the whole step does.
