@@ -60,30 +60,49 @@ void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
   }
 }
 
-std::string replicas_share_nodes(const ModelOptions& mo, int gpus_per_node) {
-  const models::Parallelism p = models::parse_parallelism(mo.parallel);
-  const std::int64_t replica = p.world() / std::max(1, p.dp);
-  if (p.dp <= 1 || replica <= 1 || gpus_per_node <= 0 || replica % gpus_per_node == 0) {
-    return "";
+std::string fold_inexact(const topologies::Cluster& cluster, const traces::Workload& w) {
+  // Mirrors stand in exactly where each runs as the instance simulated: on alike GPUs, in the
+  // same place of everything else that runs (docs/models.md §8, Folding). Two layouts break it:
+  // a mirror on a node whose GPUs differ from the instance's, and instances that share a node,
+  // whose places in the trees that span them (a chain's head, middle, tail) then differ.
+  const int per_node = cluster.gpus_per_node();
+  bool near = false;
+  std::string shared;  // the first communicator sharing a node with its instances
+  for (const traces::Group& g : w.groups()) {
+    if (g.mirrors.empty()) {
+      continue;
+    }
+    std::vector<int> nodes;
+    for (std::uint32_t gpu : g.cluster_gpus()) {
+      nodes.push_back(static_cast<int>(gpu) / per_node);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    const bool several = std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end();
+    for (const std::vector<std::uint32_t>& m : g.mirrors) {
+      for (std::uint32_t gpu : m) {
+        if (std::binary_search(nodes.begin(), nodes.end(), static_cast<int>(gpu) / per_node)) {
+          near = true;
+          if (several && shared.empty()) {
+            shared = g.name;
+          }
+        }
+      }
+    }
   }
-  return fmt::format(
-      "its data-parallel replicas ({} GPUs each) share {}-GPU nodes, so their communicators hold "
-      "different places in the rings and trees that span them",
-      replica, gpus_per_node);
+  std::vector<std::string> why;
+  if (const std::string differ = near ? topologies::gpus_differ(cluster) : ""; !differ.empty()) {
+    why.push_back(differ);
+  }
+  if (!shared.empty()) {
+    why.push_back(fmt::format(
+        "communicator '{}' shares nodes with the instances it stands for, where they can hold "
+        "different places in the rings and trees that span them",
+        shared));
+  }
+  return fmt::format("{}", fmt::join(why, "; "));
 }
 
-void warn_if_fold_inexact(const topologies::Cluster& cluster, const traces::Workload& w,
-                          const std::string& share) {
-  // A folded step's communicators stand for their mirrors (traces::Group::mirrors), exactly
-  // where each mirror runs as the instance simulated: alike GPUs, and the same place in
-  // everything else that runs (docs/models.md §8, Folding).
-  const bool mirrored = std::any_of(w.groups().begin(), w.groups().end(),
-                                    [](const traces::Group& g) { return !g.mirrors.empty(); });
-  if (!mirrored) {
-    return;
-  }
-  std::string why = topologies::gpus_differ(cluster);
-  why = why.empty() ? share : share.empty() ? why : why + "; " + share;
+void warn_if_fold_inexact(const topologies::Cluster& cluster, const std::string& why) {
   // Once per cluster and process (lagom reproduce sets up dozens of steps).
   static std::mutex once_mutex;
   static std::set<std::string> warned;
@@ -163,13 +182,6 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
                         g.gpu, g.gpu, g.gpu / per_node));
       }
     }
-    // A search folds replicas only where that is exact: not where they share nodes (their
-    // communicators hold different places in the rings and trees that span them).
-    const std::string share =
-        mo.fold ? replicas_share_nodes(mo, s.hardware->cluster.gpus_per_node()) : "";
-    if (mo.fold_by_default && !share.empty()) {
-      mo.fold = false;
-    }
     // Folding simulates one replica: the others' traffic through an oversubscribed tier would
     // be missing, and the tier would look idle.
     if (mo.fold && !topologies::oversubscribed_tier(s.hardware->cluster.spec()).empty()) {
@@ -182,7 +194,16 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
     mo.gpus_alike = topologies::gpus_differ(s.hardware->cluster).empty();
     models::GeneratedStep step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
                                                        s.hardware->cluster.gpus_per_node());
-    warn_if_fold_inexact(s.hardware->cluster, step.workload, mo.fold ? share : "");
+    // A search folds only where that is exact; --fold is the user's choice, with a warning.
+    if (const std::string why = fold_inexact(s.hardware->cluster, step.workload); !why.empty()) {
+      if (mo.fold_by_default) {
+        mo.fold = false;
+        step = generate_from_options(mo, s.hardware->cluster.gpu_count(),
+                                     s.hardware->cluster.gpus_per_node());
+      } else {
+        warn_if_fold_inexact(s.hardware->cluster, why);
+      }
+    }
     s.memory = step.memory;
     s.generated = step.description;
     s.folded = step.folded_replicas;
@@ -198,7 +219,7 @@ StepInput load_step_input(const WorkloadInput& input, const HardwareOptions& hw,
   }
   if (s.hardware && !from_model) {
     // A folded workload file (its groups' mirrors): exact only where the mirrors run alike.
-    warn_if_fold_inexact(s.hardware->cluster, s.in.workload, "");
+    warn_if_fold_inexact(s.hardware->cluster, fold_inexact(s.hardware->cluster, s.in.workload));
     // A folded workload file on an oversubscribed fabric: the replicas it stands for would share
     // the tier, and their traffic is not in it.
     if (const std::string tier = topologies::oversubscribed_tier(s.hardware->cluster.spec());

@@ -39,16 +39,14 @@ void refuse_fold_if_replicas_differ(const HardwareOptions& hw, const ModelOption
 // replicas' traffic through it would be missing. Throws boost::program_options::error.
 void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
                                           const ModelOptions& mo);
-// Why folding a step's data-parallel replicas is not exact on nodes of `gpus_per_node` GPUs
-// ("" when it is): replicas of more than one GPU that share nodes put their communicators in
-// different places of the rings and trees that span them (a tree's chain: head, middle, tail).
-std::string replicas_share_nodes(const ModelOptions& mo, int gpus_per_node);
-// A folded step whose communicators have mirrors where they would not run as the instance
-// simulated: a cluster whose GPUs do not all see the node alike (topologies::gpus_differ:
-// a40-pcie's one NIC behind GPUs 0 and 1), or `share` (replicas_share_nodes). Close, not exact:
-// a warning.
-void warn_if_fold_inexact(const topologies::Cluster& cluster, const traces::Workload& w,
-                          const std::string& share);
+// Why a folded workload (its groups' mirrors, traces::Group::mirrors) is not exact on `cluster`,
+// or "": a mirror that shares a node with its instance where the cluster's GPUs differ
+// (topologies::gpus_differ: a40-pcie's one NIC behind GPUs 0 and 1), or an instance with several
+// GPUs on a node that a mirror shares (replicas interleaved on nodes: their communicators hold
+// different places in the trees that span them). Mirrors only on other nodes are exact.
+std::string fold_inexact(const topologies::Cluster& cluster, const traces::Workload& w);
+// Warns (once per cluster) that a folded step is close, not exact, for `why` ("": nothing).
+void warn_if_fold_inexact(const topologies::Cluster& cluster, const std::string& why);
 // Whether the replicas may differ (the condition above, without the error).
 bool replicas_may_differ(const HardwareOptions& hw, const ModelOptions& mo);
 

@@ -89,9 +89,9 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "the same for every N")(
       "no-fold", po::bool_switch(&t.no_fold),
       "with --model: simulate every data-parallel replica and tensor-parallel rank (by default "
-      "one replica stands for all where replicas fill whole nodes or hold one GPU each, and one "
-      "tensor-parallel rank for all where tensor parallelism is the only parallelism or fills "
-      "whole nodes of alike GPUs: the same step time; docs/models.md §8)");
+      "one replica stands for all where replicas do not share nodes, and one tensor-parallel "
+      "rank for all where tensor parallelism is the only parallelism or fills whole nodes of "
+      "alike GPUs: the same step time; docs/models.md §8)");
 }
 
 }  // namespace

@@ -130,10 +130,11 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
   const double S = static_cast<double>(w.bytes(op));
   if (moving_us > 0 && S > 0) {
     std::map<FlowSolver::ResourceId, double> demand;
+    std::map<FlowSolver::ResourceId, double>* into = &demand;  // where add_footprint adds
     const double per_us = 1.0 / (moving_us * kGB);  // bytes while they move alone -> GB/s
     const auto add_footprint = [&](const topologies::Footprint& f, double bytes, double scale) {
       for (const topologies::LinkLoad& l : f.loads) {
-        demand[static_cast<FlowSolver::ResourceId>(2 * l.link + l.dir)] +=
+        (*into)[static_cast<FlowSolver::ResourceId>(2 * l.link + l.dir)] +=
             bytes * l.per_byte * scale * per_us;
       }
     };
@@ -162,18 +163,30 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
     // data-parallel ring over the same GPUs) may meet them where this instance does not go.
     // Their HBM stays theirs (their GPUs' kernels are not simulated; alike, they match this one's).
     std::map<FlowSolver::ResourceId, double> own;
+    std::map<FlowSolver::ResourceId, int> crossings;  // instances crossing each link
     if (const std::vector<ModelCost::Mirror> mirrors = models_.mirrors(op); !mirrors.empty()) {
       own = demand;
+      for (const auto& [r, d] : own) {
+        crossings[r] = 1;
+      }
       const std::span<const std::uint32_t> gpus = group->cluster_gpus();
       const auto index = [&](std::int32_t rank) {
         return std::find(gpus.begin(), gpus.end(), static_cast<std::uint32_t>(gpu_of(rank))) -
                gpus.begin();
       };
+      std::map<FlowSolver::ResourceId, double> one;
+      into = &one;
       for (const ModelCost::Mirror& mirror : mirrors) {
+        one.clear();
         add_traffic(*mirror.model, *mirror.info,
                     p2p ? static_cast<int>(mirror.gpus[index(from)]) : -1,
                     p2p ? static_cast<int>(mirror.gpus[index(to)]) : -1);
+        for (const auto& [r, d] : one) {
+          demand[r] += d;
+          ++crossings[r];
+        }
       }
+      into = &demand;
     }
     // HBM of the simulated members (a folded group's other GPUs run nothing else here).
     const double hbm = e.gpu_bytes * model.hbm_per_payload_byte(ck, cfg, w.bytes(op)) * per_us;
@@ -198,6 +211,8 @@ ResourceContention::CommInfo& ResourceContention::comm_info(traces::OpId op) {
       if (!own.empty()) {
         const auto it = own.find(r);
         c.own.push_back(FlowSolver::Use{r, it == own.end() ? 0.0 : it->second});
+        const auto n = crossings.find(r);
+        c.crossings.push_back(n == crossings.end() ? 1 : n->second);
       }
     }
   }
@@ -340,27 +355,15 @@ void ResourceContention::started(const Activity& a) {
     const bool fits = scale <= c.margin;
     std::span<const FlowSolver::Use> uses = c.uses;
     if (!fits) {
-      // Capped as one instance would be alone: a folded instance's own draws are capped and
-      // its mirrors' scaled alike (where it does not go itself, each mirror is alone there).
+      // Capped as each instance would be alone: a folded flow's draw on a link is that of the
+      // alike instances crossing it, each capped to the link (fit_alone warns for the op).
       scratch_.assign(c.uses.begin(), c.uses.end());
-      for (FlowSolver::Use& u : scratch_) {
-        u.demand *= scale;
+      for (std::size_t i = 0; i < scratch_.size(); ++i) {
+        scratch_[i].demand *= scale / (c.crossings.empty() ? 1 : c.crossings[i]);
       }
-      if (c.own.empty()) {
-        fit_alone(scratch_, 1.0, given_by, given_ns != traces::kNoDuration);
-      } else {
-        std::vector<FlowSolver::Use> one(c.own.begin(), c.own.end());
-        for (FlowSolver::Use& u : one) {
-          u.demand *= scale;
-        }
-        fit_alone(one, 1.0, given_by, given_ns != traces::kNoDuration);
-        for (std::size_t i = 0; i < scratch_.size(); ++i) {
-          const double alone = c.own[i].demand * scale;
-          scratch_[i].demand *= alone > 0 ? one[i].demand / alone : 1.0;
-          scratch_[i].demand =
-              alone > 0 ? scratch_[i].demand
-                        : std::min(scratch_[i].demand, solver_.capacity(scratch_[i].resource));
-        }
+      fit_alone(scratch_, 1.0, given_by, given_ns != traces::kNoDuration);
+      for (std::size_t i = 0; i < c.crossings.size(); ++i) {
+        scratch_[i].demand *= c.crossings[i];
       }
       uses = scratch_;
     }

@@ -102,6 +102,7 @@ class ResourceContention final : public ContentionModel {
     // A folded communicator's (Group::mirrors): one instance's draws, in the order of `uses`
     // (which add its mirrors' bytes; 0 where only they go); empty otherwise.
     std::vector<FlowSolver::Use> own;
+    std::vector<int> crossings;  // likewise: how many of the instances cross each resource
     // The most any instance may be sped up before some resource alone cannot carry it:
     // min over uses of capacity / demand (>= 1 for the model's own time).
     double margin = 0;
