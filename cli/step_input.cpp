@@ -8,6 +8,8 @@
 #include <boost/program_options/errors.hpp>
 #include <mutex>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "lagom/common/hash.hpp"
 #include "warnings.hpp"
@@ -62,15 +64,40 @@ void refuse_fold_on_oversubscribed_fabric(const topologies::ClusterSpec& spec,
 
 std::string fold_inexact(const topologies::Cluster& cluster, const traces::Workload& w) {
   // Mirrors stand in exactly where each runs as the instance simulated: on alike GPUs, in the
-  // same place of everything else that runs (docs/models.md §8, Folding). Two layouts break it:
-  // a mirror on a node whose GPUs differ from the instance's, and instances that share a node,
-  // whose places in the trees that span them (a chain's head, middle, tail) then differ.
+  // same place of everything else that runs (docs/models.md §8, Folding). Three layouts break
+  // it: a mirror on a node whose GPUs differ from the instance's; instances that share a node,
+  // whose places in the trees that span them (a chain's head, middle, tail) then differ; and a
+  // mirror whose neighbours are joined by other links (a replica across two leaf groups).
   const int per_node = cluster.gpus_per_node();
   bool near = false;
   std::string shared;  // the first communicator sharing a node with its instances
+  std::string routed;  // the first whose mirror's neighbours are joined by other links
+  // The links between neighbours of a communicator, as the fabric sees them (class, bandwidth,
+  // latency, share of each hop): a replica straddling two leaf groups crosses the spine where
+  // replica 0 does not.
+  const auto route = [&](std::uint32_t a, std::uint32_t b) {
+    std::vector<std::tuple<int, double, double, double>> hops;
+    for (const topologies::Hop& h : cluster.path(static_cast<int>(a), static_cast<int>(b)).hops) {
+      hops.emplace_back(static_cast<int>(h.link_class), h.bandwidth_GBps, h.latency_us, h.share);
+    }
+    return hops;
+  };
   for (const traces::Group& g : w.groups()) {
     if (g.mirrors.empty()) {
       continue;
+    }
+    const std::span<const std::uint32_t> own = g.cluster_gpus();
+    for (std::size_t i = 0; i + 1 < own.size() && routed.empty(); ++i) {
+      const auto hops = route(own[i], own[i + 1]);
+      for (const std::vector<std::uint32_t>& m : g.mirrors) {
+        if (route(m[i], m[i + 1]) != hops) {
+          routed = fmt::format(
+              "communicator '{}' stands for an instance whose GPUs {} and {} are joined by other "
+              "links than its own GPUs {} and {}",
+              g.name, m[i], m[i + 1], own[i], own[i + 1]);
+          break;
+        }
+      }
     }
     std::vector<int> nodes;
     for (std::uint32_t gpu : g.cluster_gpus()) {
@@ -98,6 +125,9 @@ std::string fold_inexact(const topologies::Cluster& cluster, const traces::Workl
         "communicator '{}' shares nodes with the instances it stands for, where they can hold "
         "different places in the rings and trees that span them",
         shared));
+  }
+  if (!routed.empty()) {
+    why.push_back(routed);
   }
   return fmt::format("{}", fmt::join(why, "; "));
 }

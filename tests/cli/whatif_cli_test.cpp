@@ -389,6 +389,22 @@ TEST(WhatIfCli, ReplicasThatShareNodesFoldOnlyWhenAsked) {
                                   "--cluster", "a40-pcie", "--nodes", "2", "--strict"});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_EQ(nlohmann::json::parse(whole.out)["context"]["folded_replicas"], 2);
+  // A replica across two leaf groups of a SuperPOD (its pipeline sends cross the spine, replica
+  // 0's do not) differs too: a search runs it unfolded, --fold warns (a review found 0.055%).
+  const std::vector<std::string> straddle = {
+      "--model", "phi-2", "--parallel", "tp=8,pp=2,dp=20", "--seq",   "512",
+      "--gbs",   "40",    "--cluster",  "superpod-h100",   "--nodes", "40"};
+  std::vector<std::string> tune_args = {"tune", "--method", "nccl", "--json"};
+  tune_args.insert(tune_args.end(), straddle.begin(), straddle.end());
+  const CliRun spine = run_lagom(tune_args);
+  ASSERT_EQ(spine.exit_code, 0) << spine.err;
+  EXPECT_FALSE(nlohmann::json::parse(spine.out)["context"].contains("folded_replicas"));
+  std::vector<std::string> fold_args = {"simulate", "--fold"};
+  fold_args.insert(fold_args.end(), straddle.begin(), straddle.end());
+  const CliRun spine_fold = run_lagom(fold_args);
+  EXPECT_EQ(spine_fold.exit_code, 0) << spine_fold.err;
+  EXPECT_NE(spine_fold.err.find("are joined by other links than its own GPUs"), std::string::npos)
+      << spine_fold.err;
   // A folded workload file warns when replayed where its mirrors would differ (cluster B).
   TempDir tmp;
   const std::string file = (tmp.path() / "f.json").string();
