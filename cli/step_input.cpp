@@ -100,18 +100,16 @@ std::string fold_inexact(const topologies::Cluster& cluster, const traces::Workl
       }
     }
     std::vector<int> nodes;
-    for (std::uint32_t gpu : g.cluster_gpus()) {
+    for (std::uint32_t gpu : own) {
       nodes.push_back(static_cast<int>(gpu) / per_node);
     }
     std::sort(nodes.begin(), nodes.end());
     const bool several = std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end();
     for (const std::vector<std::uint32_t>& m : g.mirrors) {
-      for (std::uint32_t gpu : m) {
-        if (std::binary_search(nodes.begin(), nodes.end(), static_cast<int>(gpu) / per_node)) {
-          near = true;
-          if (several && shared.empty()) {
-            shared = g.name;
-          }
+      if (topologies::share_a_node(cluster, own, m)) {
+        near = true;
+        if (several && shared.empty()) {
+          shared = g.name;
         }
       }
     }

@@ -146,14 +146,13 @@ Evaluator::Evaluator(const traces::Workload& w, const topologies::Cluster& clust
     // spans them all, for one).
     const traces::GroupId gid = w.group(op);
     std::int64_t stands_for = folded;
-    if (gid != traces::kNoGroup && !w.groups()[static_cast<std::size_t>(gid)].mirrors.empty()) {
-      stands_for =
-          1 + static_cast<std::int64_t>(w.groups()[static_cast<std::size_t>(gid)].mirrors.size());
-    } else if (gid != traces::kNoGroup) {
+    if (gid != traces::kNoGroup) {
       const traces::Group& g = w.groups()[static_cast<std::size_t>(gid)];
       const auto span = static_cast<std::int64_t>(g.cluster_gpus().size());
       const auto held = static_cast<std::int64_t>(g.ranks.size());
-      stands_for = span > 0 ? std::max<std::int64_t>(1, folded * held / span) : folded;
+      stands_for = !g.mirrors.empty() ? 1 + static_cast<std::int64_t>(g.mirrors.size())
+                   : span > 0         ? std::max<std::int64_t>(1, folded * held / span)
+                                      : folded;
     }
     c.step_calls += stands_for;
     c.weights.push_back(static_cast<std::int32_t>(std::min<std::int64_t>(stands_for, 1 << 30)));

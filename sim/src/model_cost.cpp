@@ -98,19 +98,11 @@ ModelCost::ModelCost(const topologies::Cluster& cluster, const hardware::Hardwar
     auto c = make(std::vector<int>(gpus.begin(), gpus.end()));
     // Mirrors on nodes this instance does not use share no NVLink, PCIe or NIC with it, and
     // folding runs only on fabrics that are not oversubscribed: they are left out.
-    const int per_node = cluster.gpus_per_node();
-    std::vector<int> nodes;
-    for (std::uint32_t gpu : gpus) {
-      nodes.push_back(static_cast<int>(gpu) / per_node);
-    }
     for (const std::vector<std::uint32_t>& m : g.mirrors) {
-      bool near = false;
       for (std::uint32_t gpu : m) {
         check(gpu, "stands for an instance on");
-        near = near || std::find(nodes.begin(), nodes.end(), static_cast<int>(gpu) / per_node) !=
-                           nodes.end();
       }
-      if (near) {
+      if (topologies::share_a_node(cluster, gpus, m)) {
         Communicator::Instance i;
         i.info = topologies::describe_communicator(cluster, std::vector<int>(m.begin(), m.end()));
         i.model = std::make_unique<CollectiveModel>(profile_, i.info);

@@ -681,6 +681,15 @@ std::string gpus_differ(const Cluster& cluster) {
   return "";
 }
 
+bool share_a_node(const Cluster& cluster, std::span<const std::uint32_t> a,
+                  std::span<const std::uint32_t> b) {
+  const auto per_node = static_cast<std::uint32_t>(cluster.gpus_per_node());
+  return std::any_of(a.begin(), a.end(), [&](std::uint32_t x) {
+    return std::any_of(b.begin(), b.end(),
+                       [&](std::uint32_t y) { return x / per_node == y / per_node; });
+  });
+}
+
 Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes) {
   return Cluster(load_cluster_spec(name_or_path, nodes));
 }

@@ -128,11 +128,17 @@ Workload parse_workload_json(std::string_view text, std::string_view source) {
           gpus = gpu_list(*g, "gpus");
         }
         if (auto m = members.find("mirrors"); m != members.end()) {
-          for (const json& one : m->is_array() ? *m : json::array({*m})) {
-            if (!m->is_array() || !one.is_array()) {
-              gctx.fail(
-                  fmt::format("'mirrors' must be an array of GPU arrays (one per instance), got {}",
-                              type_of(m->is_array() ? one : *m)));
+          const auto not_instances = [&](const json& got) {
+            gctx.fail(
+                fmt::format("'mirrors' must be an array of GPU arrays (one per instance), got {}",
+                            type_of(got)));
+          };
+          if (!m->is_array()) {
+            not_instances(*m);
+          }
+          for (const json& one : *m) {
+            if (!one.is_array()) {
+              not_instances(one);
             }
             mirrors.push_back(gpu_list(one, "mirrors"));
           }

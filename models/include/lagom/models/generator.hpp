@@ -89,12 +89,14 @@ struct TrainingConfig {
   // 16,384 / dp ranks. Replicas behave identically (same program, same communicator positions),
   // so the step time is the same; per-rank figures stand for dp GPUs each.
   bool fold_dp = false;
-  // Fold identical tensor-parallel ranks too, where that is exact (tp_folds_exactly: the tensor-
-  // parallel communicators are the step's only ones): generate tensor-parallel rank 0 only,
-  // its communicators still spanning every rank's GPUs. Each collective is still one instance
-  // sized and routed by all its GPUs, and the ranks it stands for would run the same kernels
-  // beside it at the same times, so the step time is the same. Ignored where it would not be
-  // exact. The searches set it (`lagom tune`, `compare`, `reproduce`; `--no-fold` clears it).
+  // Fold identical tensor-parallel ranks too, where that is exact (tp_folds_exactly: tensor
+  // parallelism alone, or beside other parallelism in whole-node groups of alike GPUs with
+  // fold_dp): generate tensor-parallel rank 0 only, its tensor-parallel communicators still
+  // spanning every rank's GPUs and its others listing the other ranks' instances as mirrors.
+  // Each collective is still one instance sized and routed by all its GPUs, and the ranks it
+  // stands for would run the same kernels beside it at the same times, so the step time is the
+  // same. Ignored where it would not be exact. The searches set it (`lagom tune`, `compare`,
+  // `reproduce`; `--no-fold` clears it).
   bool fold_tp = false;
   // The cluster's GPUs all see the hardware alike (topologies::gpus_differ), on nodes of this
   // many: tensor-parallel ranks then fold beside other parallelism too where each

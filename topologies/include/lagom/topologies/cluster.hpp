@@ -142,6 +142,11 @@ Cluster load_cluster(std::string_view name_or_path, std::optional<int> nodes = {
 // node's GPUs' such paths cross that link (NIC and PCIe switch sharing).
 std::string gpus_differ(const Cluster& cluster);
 
+// Whether two sets of cluster GPUs have a node in common (a folded communicator's instance and a
+// mirror that can share its NVLink, PCIe or NIC).
+bool share_a_node(const Cluster& cluster, std::span<const std::uint32_t> a,
+                  std::span<const std::uint32_t> b);
+
 std::string_view to_string(VertexKind kind);  // "gpu", "nvswitch", ...
 std::string describe(const Endpoint& e);      // "node0/gpu3", "node1/nic0", "leaf2", "core-switch"
 
