@@ -202,6 +202,9 @@ int run_compare(const std::vector<std::string>& args, std::ostream& json_out) {
       row["step_time_us"] = r.step_time.us();
       row["speedup_vs_nccl"] = r.nccl_step_time.us() / r.step_time.us();
       row["evaluations"] = r.evaluations;
+      if (r.method == search::Method::kExhaustive) {
+        row["ruled_out"] = r.bounded;
+      }
       row["search_ms"] = r.search_ms;
       row["plan"] = classes_json(*s.eval, r);
       rows.push_back(std::move(row));

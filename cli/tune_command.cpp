@@ -113,6 +113,9 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
     j["nccl_step_time_us"] = r.nccl_step_time.us();
     j["speedup_vs_nccl"] = speedup;
     j["evaluations"] = r.evaluations;
+    if (m == search::Method::kExhaustive) {
+      j["ruled_out"] = r.bounded;
+    }
     j["search_ms"] = r.search_ms;
     const search::StockNcclFit fit = search::stock_nccl_fit(r.plan);
     j["stock_nccl"] = {{"exact", fit.exact()}, {"how", fit.summary()}};
@@ -123,11 +126,14 @@ int run_tune(const std::vector<std::string>& args, std::ostream& json_out) {
   fmt::print("lagom {} ({}) tune\n", version(), git_sha());
   fmt::print("workload     {}\n", what_of(s));
   fmt::print("cluster      {}, profile {}\n{}", s.cluster, s.profile, what_if_line(s));
+  const std::string ruled_out =
+      r.bounded > 0 ? fmt::format(" ({} more combinations ruled out by a lower bound)", r.bounded)
+                    : "";
   fmt::print(
-      "search       {} over {} collective classes ({} grid, {} space): {} evaluations in "
+      "search       {} over {} collective classes ({} grid, {} space): {} evaluations{} in "
       "{:.0f} ms\n",
       to_string(m), s.eval->classes().size(), to_string(s.eval->space().grid),
-      to_string(s.eval->space().resources), r.evaluations, r.search_ms);
+      to_string(s.eval->space().resources), r.evaluations, ruled_out, r.search_ms);
   fmt::print("step time    {} us (NCCL's own choice: {} us; {:.3f}x)\n",
              format_us(r.step_time.count_ns()), format_us(r.nccl_step_time.count_ns()), speedup);
   if (m != search::Method::kNccl) {

@@ -364,7 +364,8 @@ Evaluation Evaluator::run_on(Worker& worker,
   return measure(worker.sim->run());
 }
 
-double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
+template <typename F>
+auto Evaluator::with_class_config(std::size_t j, const nccl::CommConfig& c, F f) {
   Worker& own = *workers_.front();
   // Class j runs `c` while its calls are timed, and what it ran before afterwards, also when
   // timing one throws (an illegal configuration): the next evaluation must not see `c`.
@@ -380,21 +381,143 @@ double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
   } restore{own, j, own.active[j], own.current[j]};
   own.active[j] = 1;
   own.current[j] = override_of(c);
-  const traces::ExecutionGraph& graph = own.sim->graph();
-  // In whole nanoseconds, as measure() sums (a folded step's sum is then exactly its share).
-  double ns = 0;
-  const CollClass& cls = classes_[j];
-  for (std::size_t i = 0; i < cls.examples.size(); ++i) {
-    const traces::OpId op = cls.examples[i];
-    // As the engine times an instance alone: by its measured member's duration when it has one
-    // (then `c` does not set it), else by the collective model under `c`.
-    if (const auto m = traces::measured_member(w_, graph, graph.instance_of(op))) {
-      ns += static_cast<double>(w_.duration_ns(*m)) * cls.weights[i];
-    } else {
-      ns += cost_->standalone_time(w_, graph, op).count_ns_double() * cls.weights[i];
+  return f(own.sim->graph());
+}
+
+double Evaluator::alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
+  return with_class_config(j, c, [&](const traces::ExecutionGraph& graph) {
+    // In whole nanoseconds, as measure() sums (a folded step's sum is then exactly its share).
+    double ns = 0;
+    const CollClass& cls = classes_[j];
+    for (std::size_t i = 0; i < cls.examples.size(); ++i) {
+      const traces::OpId op = cls.examples[i];
+      // As the engine times an instance alone: by its measured member's duration when it has
+      // one (then `c` does not set it), else by the collective model under `c`.
+      if (const auto m = traces::measured_member(w_, graph, graph.instance_of(op))) {
+        ns += static_cast<double>(w_.duration_ns(*m)) * cls.weights[i];
+      } else {
+        ns += cost_->standalone_time(w_, graph, op).count_ns_double() * cls.weights[i];
+      }
+    }
+    return ns / 1000.0;
+  });
+}
+
+void Evaluator::build_bounds() {
+  const traces::ExecutionGraph& graph = workers_.front()->sim->graph();
+  std::map<traces::StreamId, std::uint32_t> index;
+  const auto stream_index = [&](traces::OpId op) {
+    return index.try_emplace(w_.stream_of(op), static_cast<std::uint32_t>(index.size()))
+        .first->second;
+  };
+  struct Pending {
+    std::vector<double> measured_ns;               // by stream index, grown as streams appear
+    std::map<std::int64_t, std::size_t> by_group;  // a call without a group: its own
+    std::vector<StreamCalls> modelled;
+    std::vector<std::map<std::uint32_t, std::uint32_t>> counts;
+  };
+  std::vector<Pending> pending(classes_.size());
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    Pending& p = pending[j];
+    for (traces::OpId op : classes_[j].examples) {
+      const traces::InstanceId inst = graph.instance_of(op);
+      const auto measured = traces::measured_member(w_, graph, inst);
+      // Calls of one communicator (and the class's one kind and size) take the same time alone
+      // under one configuration: ModelCost's memo keys them alike.
+      std::size_t rep = 0;
+      if (!measured) {
+        const traces::GroupId gid = w_.group(op);
+        const std::int64_t key = gid != traces::kNoGroup ? static_cast<std::int64_t>(gid)
+                                                         : -1 - static_cast<std::int64_t>(inst);
+        const auto [it, added] = p.by_group.try_emplace(key, p.modelled.size());
+        if (added) {
+          p.modelled.push_back(StreamCalls{op, {}});
+          p.counts.emplace_back();
+        }
+        rep = it->second;
+      }
+      for (traces::OpId m : graph.members(inst)) {
+        const std::uint32_t s = stream_index(m);
+        if (measured) {
+          if (p.measured_ns.size() <= s) {
+            p.measured_ns.resize(s + 1, 0);
+          }
+          p.measured_ns[s] += static_cast<double>(w_.duration_ns(*measured)) - 1;
+        } else {
+          ++p.counts[rep][s];
+        }
+      }
     }
   }
-  return ns / 1000.0;
+  bound_streams_ = index.size();
+  bounds_.resize(classes_.size());
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    ClassBound& b = bounds_[j];
+    b.measured_ns = std::move(pending[j].measured_ns);
+    b.measured_ns.resize(bound_streams_, 0);
+    b.modelled = std::move(pending[j].modelled);
+    for (std::size_t r = 0; r < b.modelled.size(); ++r) {
+      b.modelled[r].counts.assign(pending[j].counts[r].begin(), pending[j].counts[r].end());
+    }
+  }
+}
+
+std::size_t Evaluator::bound_streams() {
+  if (bounds_.empty() && !classes_.empty()) {
+    build_bounds();
+  }
+  return bound_streams_;
+}
+
+std::vector<double> Evaluator::alone_group_ns(std::size_t j, const nccl::CommConfig& c) {
+  bound_streams();
+  const ClassBound& b = bounds_[j];
+  std::vector<double> ns(b.modelled.size(), 0);
+  if (!b.modelled.empty()) {
+    with_class_config(j, c, [&](const traces::ExecutionGraph& graph) {
+      for (std::size_t r = 0; r < b.modelled.size(); ++r) {
+        ns[r] = cost_->standalone_time(w_, graph, b.modelled[r].op).count_ns_double();
+      }
+      return 0;
+    });
+  }
+  return ns;
+}
+
+void Evaluator::add_stream_ns(std::size_t j, std::span<const double> group_ns,
+                              std::vector<double>& streams) {
+  bound_streams();
+  const ClassBound& b = bounds_[j];
+  for (std::size_t s = 0; s < bound_streams_; ++s) {
+    streams[s] += b.measured_ns[s];
+  }
+  for (std::size_t r = 0; r < b.modelled.size(); ++r) {
+    for (const auto& [s, calls] : b.modelled[r].counts) {
+      streams[s] += (group_ns[r] - 1) * calls;
+    }
+  }
+}
+
+Time Evaluator::uncontended_step(std::span<const std::optional<nccl::CommConfig>> configs) {
+  Worker& own = *workers_.front();
+  const std::vector<char> active = own.active;
+  const std::vector<nccl::ConfigOverride> current = own.current;
+  struct Restore {
+    Worker& w;
+    const std::vector<char>& active;
+    const std::vector<nccl::ConfigOverride>& current;
+    ~Restore() {
+      w.active = active;
+      w.current = current;
+    }
+  } restore{own, active, current};
+  for (std::size_t j = 0; j < classes_.size(); ++j) {
+    own.active[j] = configs[j].has_value() ? 1 : 0;
+    if (configs[j]) {
+      own.current[j] = override_of(*configs[j]);
+    }
+  }
+  return own.sim->run(/*contention=*/false).step_time;
 }
 
 Evaluation Evaluator::measure(const sim::SimResult& r) const {

@@ -103,6 +103,7 @@ SearchResult SearchRun::run(Method method, Configs (*walk)(SearchRun&), bool nev
   r.nccl_step_time = nccl_eval_.step_time;
   r.evaluations = evaluations_;
   r.simulations = eval_.simulations() - simulations;
+  r.bounded = bounded_;
   r.interrupted = interrupted;
   r.step_order = step_order_;
   r.search_ms =

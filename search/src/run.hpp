@@ -10,6 +10,7 @@
 #include <compare>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "lagom/search/evaluator.hpp"
@@ -124,6 +125,19 @@ class SearchRun {
   double alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
     return eval_.alone_comm_us(j, c);
   }
+  // Exhaustive search's bound (Evaluator::alone_stream_ns); not evaluations.
+  std::size_t bound_streams() { return eval_.bound_streams(); }
+  std::vector<double> alone_group_ns(std::size_t j, const nccl::CommConfig& c) {
+    return eval_.alone_group_ns(j, c);
+  }
+  void add_stream_ns(std::size_t j, std::span<const double> group_ns,
+                     std::vector<double>& streams) {
+    eval_.add_stream_ns(j, group_ns, streams);
+  }
+  Time uncontended_step(const Configs& configs) { return eval_.uncontended_step(configs); }
+  // Exhaustive search: combinations its bound ruled out without a simulation
+  // (SearchResult::bounded).
+  void add_bounded(std::int64_t n) { bounded_ += n; }
   // Lagom's walk: class j took an accepted step (SearchResult::step_order).
   void record_step(std::size_t j) { step_order_.push_back(j); }
 
@@ -148,6 +162,7 @@ class SearchRun {
   Evaluation fastest_;       // the shortest step evaluated so far (what an interrupt keeps)
   Configs fastest_configs_;  // and its configurations
   std::int64_t evaluations_ = 0;
+  std::int64_t bounded_ = 0;
   std::vector<std::size_t> step_order_;
   std::chrono::steady_clock::time_point start_;        // of run()
   std::chrono::steady_clock::time_point last_report_;  // progress

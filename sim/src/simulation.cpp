@@ -55,8 +55,12 @@ void Simulation::set_config_source(const ConfigSource* source) {
 }
 
 SimResult Simulation::run() {
+  return run(options_.contention);
+}
+
+SimResult Simulation::run(bool contend) {
   std::unique_ptr<ResourceContention> contention;
-  if (cost_ && options_.contention) {
+  if (cost_ && contend) {
     contention = std::make_unique<ResourceContention>(*cost_);
   }
   Engine engine(w_, *graph_, SimOptions{cost_.get(), contention.get()});

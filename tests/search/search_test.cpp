@@ -568,10 +568,53 @@ TEST(SearchMethods, ExhaustiveEvaluatesEveryCombinationOnce) {
   const traces::Workload w = chain(2);
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
   const std::size_t combos = combinations(eval);
-  const SearchResult r = run(eval, Method::kExhaustive);
+  SearchOptions o;
+  o.method = Method::kExhaustive;
+  o.exhaustive_bound = false;
+  const SearchResult r = search::run_search(eval, o);
   // NCCL's baseline, every combination, and the plan's own evaluation unless it was the last.
   EXPECT_GE(r.evaluations, static_cast<std::int64_t>(combos) + 1);
   EXPECT_LE(r.evaluations, static_cast<std::int64_t>(combos) + 2);
+  EXPECT_EQ(r.bounded, 0);
+}
+
+// The bound (each stream's calls alone) rules combinations out without changing the answer:
+// the same plan and step as simulating every combination, in fewer evaluations, on steps whose
+// communication is hidden and on steps bound by it, in both spaces.
+TEST(SearchMethods, ExhaustiveBoundKeepsTheOptimum) {
+  struct Case {
+    int k;
+    std::int64_t per_rank;
+    double flops;
+    Resources res;
+  };
+  std::int64_t bounded = 0;
+  for (const Case& c :
+       {Case{2, kMiB, 1e11, Resources::kNccl}, Case{2, 16 * kMiB, 1e12, Resources::kNccl},
+        Case{3, 64 * kMiB, 1e9, Resources::kNccl}, Case{1, 64 * kMiB, 1e9, Resources::kFull},
+        Case{2, 4 * kMiB, 1e11, Resources::kFull}}) {
+    SCOPED_TRACE(fmt::format("k={} {} MiB/rank {:g} flops", c.k, c.per_rank / kMiB, c.flops));
+    const traces::Workload w = chain(c.k, c.per_rank, c.flops);
+    Evaluator eval(w, a40().cluster, a40().profile, SpaceOptions{Grid::kCoarse, c.res});
+    SearchOptions o;
+    o.method = Method::kExhaustive;
+    o.exhaustive_bound = false;
+    const SearchResult all = search::run_search(eval, o);
+    o.exhaustive_bound = true;
+    const SearchResult pruned = search::run_search(eval, o);
+    EXPECT_EQ(pruned.step_time, all.step_time);
+    // The same plan but for its evaluation count.
+    search::ConfigPlan plan = pruned.plan;
+    plan.context.evaluations = all.plan.context.evaluations;
+    EXPECT_EQ(plan_json(plan), plan_json(all.plan));
+    EXPECT_LE(pruned.evaluations, all.evaluations);
+    // Every combination is either simulated or ruled out; NCCL's baseline is one more, and the
+    // plan's own evaluation is the best one's.
+    EXPECT_EQ(pruned.evaluations - 1 + pruned.bounded,
+              static_cast<std::int64_t>(combinations(eval)));
+    bounded += pruned.bounded;
+  }
+  EXPECT_GT(bounded, 0) << "the bound ruled nothing out";
 }
 
 TEST(SearchMethods, ExhaustiveOverBudgetThrowsSayingSo) {
@@ -579,15 +622,18 @@ TEST(SearchMethods, ExhaustiveOverBudgetThrowsSayingSo) {
   Evaluator eval(w, a40().cluster, a40().profile, coarse_nccl());
   const std::size_t combos = combinations(eval);
   ASSERT_GT(combos, 20u);
+  // The budget runs out while combinations that could still win are left.
   const std::string msg = error_of([&] { run(eval, Method::kExhaustive, 20); });
-  EXPECT_NE(msg.find("budget"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(std::to_string(combos)), std::string::npos) << msg;
-  // Eight classes in the full fine space are far beyond the default budget.
+  EXPECT_NE(msg.find("after the budget of 20 evaluations"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(combos) + " combinations"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("raise --budget"), std::string::npos) << msg;
+  // Eight classes in the full fine space are far beyond what it enumerates.
   const traces::Workload big = chain(8);
   Evaluator big_eval(big, a40().cluster, a40().profile,
                      SpaceOptions{Grid::kFine, Resources::kFull});
   const std::string big_msg = error_of([&] { run(big_eval, Method::kExhaustive); });
-  EXPECT_NE(big_msg.find("budget of 100000"), std::string::npos) << big_msg;
+  EXPECT_NE(big_msg.find("more than the 2e+07 it enumerates"), std::string::npos) << big_msg;
+  EXPECT_NE(big_msg.find("--grid coarse"), std::string::npos) << big_msg;
 }
 
 TEST(SearchMethods, RandomIsSeeded) {
@@ -1241,20 +1287,28 @@ TEST(SearchMethods, EveryThreadCountGivesTheSamePlan) {
       EXPECT_EQ(r.step_order, first->step_order);
     }
   }
-  // Exhaustive on the coarse grid (every combination, in batches).
-  std::optional<std::string> plan;
-  const traces::Workload small = chain(2);
-  for (int jobs : {1, 3}) {
-    Evaluator eval(small, a40().cluster, a40().profile, coarse_nccl());
-    SearchOptions o;
-    o.method = Method::kExhaustive;
-    o.jobs = jobs;
-    const SearchResult r = search::run_search(eval, o);
-    EXPECT_EQ(r.evaluations, static_cast<std::int64_t>(combinations(eval)) + 1);
-    if (plan) {
-      EXPECT_EQ(plan_json(r.plan), *plan);
+  // Exhaustive on the coarse grid (every combination or those the bound leaves, in batches).
+  for (bool bound : {false, true}) {
+    std::optional<SearchResult> ref;
+    const traces::Workload small = chain(2);
+    for (int jobs : {1, 3}) {
+      Evaluator eval(small, a40().cluster, a40().profile, coarse_nccl());
+      SearchOptions o;
+      o.method = Method::kExhaustive;
+      o.exhaustive_bound = bound;
+      o.jobs = jobs;
+      const SearchResult r = search::run_search(eval, o);
+      if (!bound) {
+        EXPECT_EQ(r.evaluations, static_cast<std::int64_t>(combinations(eval)) + 1);
+      }
+      if (ref) {
+        EXPECT_EQ(plan_json(r.plan), plan_json(ref->plan));
+        EXPECT_EQ(r.evaluations, ref->evaluations);
+        EXPECT_EQ(r.bounded, ref->bounded);
+      } else {
+        ref = r;
+      }
     }
-    plan = plan_json(r.plan);
   }
 }
 

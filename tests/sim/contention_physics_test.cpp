@@ -266,6 +266,20 @@ TEST(ContentionPhysics, RandomWorkloadsConserveEveryResource) {
         EXPECT_GE((t.end - t.start).count_ns() + 1, t.alone.count_ns())
             << what << ": " << a.s.w.name(op) << " ran faster than alone";
       }
+      // Nothing contending is a lower bound on every end (each op at least as long as alone,
+      // and an op starts at the latest end of what it waits on): the exhaustive search's
+      // second bound (docs/search.md §4). The engine rounds each end to the nanosecond, so a
+      // chain may gain a nanosecond per op.
+      {
+        const ModelCost cost(cluster, profile, a.s.w);
+        const test::Simulated alone = test::simulate(a.s.w, SimOptions{&cost, nullptr});
+        const auto slack = static_cast<std::int64_t>(a.s.w.op_count());
+        for (traces::OpId op = 0; op < a.s.w.op_count(); ++op) {
+          EXPECT_GE(a.s.r.ops[op].end.count_ns() + slack, alone.r.ops[op].end.count_ns())
+              << what << ": " << a.s.w.name(op) << " ended before it would with nothing contending";
+        }
+        EXPECT_GE(a.s.r.step_time.count_ns() + slack, alone.r.step_time.count_ns()) << what;
+      }
       const Ran b = run(cluster, profile, test::workload(ranks, groups));
       EXPECT_EQ(a.s.r.fingerprint, b.s.r.fingerprint) << what;
     }

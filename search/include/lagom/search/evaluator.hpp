@@ -99,6 +99,24 @@ class Evaluator final {
   // alone"), so no evaluation of a candidate that runs class j with `c` has a shorter comm_us[j].
   // Uses the evaluator's own simulation: not during evaluate_all.
   double alone_comm_us(std::size_t j, const nccl::CommConfig& c);
+  // Lower bounds for the exhaustive search (docs/search.md §4, its bound). Class j's calls,
+  // grouped by communicator (calls of one communicator and the class's kind and size take the
+  // same time alone under one configuration): each group's time alone under `c`, in ns.
+  std::vector<double> alone_group_ns(std::size_t j, const nccl::CommConfig& c);
+  // The streams that hold some class's calls.
+  std::size_t bound_streams();
+  // Adds to `streams` (bound_streams() entries) class j's calls on each stream, timed alone as
+  // `group_ns` (alone_group_ns) says, and its measured calls (which no configuration changes),
+  // less 1 ns per call for the engine's rounding of an end time. A stream runs its ops one at a
+  // time and a call lasts at least its time alone, so a candidate's step is at least its largest
+  // entry summed over the classes.
+  void add_stream_ns(std::size_t j, std::span<const double> group_ns, std::vector<double>& streams);
+  // The step of `configs` with nothing contending: every op takes its time alone and starts as
+  // soon as its stream, its dependencies and its collective's members let it. Contention only
+  // lengthens ops, and an op's start is the latest end of what it waits on, so no evaluation of
+  // `configs` is shorter; and the step never shortens when a group's time alone grows. Not an
+  // evaluation; uses the evaluator's own simulation: not during evaluate_all.
+  Time uncontended_step(std::span<const std::optional<nccl::CommConfig>> configs);
   // Candidates evaluated (a repeat counts: a real cluster would run that iteration again).
   std::int64_t evaluations() const { return evaluations_; }
   // Simulations run: the evaluations not looked up (a repeat of an earlier candidate), and the
@@ -122,6 +140,24 @@ class Evaluator final {
   Key key_of(std::span<const std::optional<nccl::CommConfig>> configs) const;
   Evaluation run_on(Worker& worker, std::span<const std::optional<nccl::CommConfig>> configs) const;
   Evaluation measure(const sim::SimResult& r) const;
+  // Times with class j running `c` (as the evaluator's own simulation would), then restores what
+  // it ran before, also when `f` throws.
+  template <typename F>
+  auto with_class_config(std::size_t j, const nccl::CommConfig& c, F f);
+  // Per class, what alone_stream_ns sums: the calls timed by the models, one representative op
+  // per communicator with the streams it runs on and how many calls each holds there, and the
+  // measured calls' durations, which no configuration changes, summed per stream once.
+  struct StreamCalls {
+    traces::OpId op;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> counts;  // (stream index, calls)
+  };
+  struct ClassBound {
+    std::vector<StreamCalls> modelled;
+    std::vector<double> measured_ns;  // by stream index, less 1 ns per call
+  };
+  void build_bounds();
+  std::vector<ClassBound> bounds_;
+  std::size_t bound_streams_ = 0;
 
   const traces::Workload& w_;
   SpaceOptions space_;

@@ -63,6 +63,9 @@ class Simulation {
 
   // Replays the workload. Throws lagom::Error when an op cannot be timed.
   SimResult run();
+  // The same with contention on or off for this run alone (`false`: every op at its time alone,
+  // a lower bound on the contended run's every end time).
+  SimResult run(bool contention);
 
   // What the last run's contention model warned about (at most a few, then a count).
   const std::vector<std::string>& warnings() const { return warnings_; }
