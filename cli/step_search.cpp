@@ -80,6 +80,9 @@ void add_tune_options(po::options_description& desc, TuneOptions& t) {
       "lagom-switch", po::value(&t.lagom_switch)->default_value("on"),
       "lagom: on or off: whether a collective whose walk ends tries the other (algorithm, "
       "protocol) pairs once, at its channels, and walks on in one that gains")(
+      "exhaustive-bound", po::value(&t.exhaustive_bound)->default_value("on"),
+      "exhaustive: on (combinations that a lower bound on the step rules out are not simulated; "
+      "the same plan, docs/search.md §4) or off (every combination simulated)")(
       "lagom-no-park", po::bool_switch(&t.lagom_no_park),
       "lagom: a collective whose every step the step guard refused ends there (by default it "
       "waits for another collective to move and tries again)")(
@@ -154,6 +157,11 @@ search::SearchOptions search_options(const TuneOptions& t, search::Method m) {
     throw po::error(fmt::format("--lagom-switch must be on or off, got '{}'", t.lagom_switch));
   }
   o.lagom_switch = t.lagom_switch == "on";
+  if (t.exhaustive_bound != "on" && t.exhaustive_bound != "off") {
+    throw po::error(
+        fmt::format("--exhaustive-bound must be on or off, got '{}'", t.exhaustive_bound));
+  }
+  o.exhaustive_bound = t.exhaustive_bound == "on";
   o.autoccl_min_gain = t.autoccl_min_gain;
   // Long searches (random and exhaustive on TP steps take minutes) say how far they are.
   o.progress = [m, budget = t.budget](std::int64_t done, double seconds) {

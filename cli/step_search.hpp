@@ -23,6 +23,7 @@ struct TuneOptions {
   std::string lagom_step = "points";
   std::string lagom_walk = "axis";
   std::string lagom_switch = "on";
+  std::string exhaustive_bound = "on";
   double lagom_lr_scale = 1.0;
   double lagom_min_gain = 0.002;
   bool lagom_no_step_guard = false;

@@ -229,6 +229,24 @@ TEST(TuneCli, EachLagomSwitchReachesTheSearch) {
   EXPECT_FALSE(cli::search_options(t, search::Method::kLagom).lagom_switch);
 }
 
+TEST(TuneCli, TheExhaustiveBoundChangesOnlyTheEvaluations) {
+  // One class (a tensor-parallel all-reduce) in the coarse full space: 112 combinations. With
+  // the bound (the default) most are ruled out unsimulated; the plan and step are the same.
+  const std::vector<std::string> step{
+      "--model", "phi-2", "--parallel", "tp=8", "--cluster", "a40-nvlink", "--mbs",   "1",
+      "--gbs",   "2",     "--seq",      "512",  "--grid",    "coarse",     "--space", "full"};
+  const nlohmann::json on =
+      json_or_throw(run_lagom(cmd("tune", {"--method", "exhaustive", "--json"}, step)));
+  const nlohmann::json off = json_or_throw(run_lagom(
+      cmd("tune", {"--method", "exhaustive", "--exhaustive-bound", "off", "--json"}, step)));
+  EXPECT_EQ(on["step_time_us"], off["step_time_us"]);
+  EXPECT_EQ(on["classes"], off["classes"]);
+  EXPECT_EQ(off["ruled_out"], 0);
+  EXPECT_GT(on["ruled_out"].get<int>(), 0);
+  EXPECT_EQ(on["evaluations"].get<int>() + on["ruled_out"].get<int>(),
+            off["evaluations"].get<int>());
+}
+
 TEST(CompareCli, TheSubspaceSwitchIsOnByDefault) {
   // --lagom-switch (docs/search.md §4), on by default in both spaces: on MPT-7B tensor-parallel
   // (two micro-batches) the walk starts on Ring and only the switch reaches Tree, a shorter step.
@@ -523,6 +541,10 @@ const TuneBadCase kTuneBadCases[] = {
          {"--method", "exhaustive", "--grid", "coarse", "--space", "nccl", "--budget", "50"}),
      1,
      {"after the budget of 50 evaluations", "raise --budget"}},
+    {"exhaustive bound neither on nor off",
+     cmd("tune", {"--method", "exhaustive", "--exhaustive-bound", "maybe"}),
+     2,
+     {"--exhaustive-bound must be on or off, got 'maybe'"}},
     {"tune without a cluster",
      {"tune", "--model", "phi-2", "--parallel", "fsdp=8"},
      2,
