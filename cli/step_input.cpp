@@ -82,8 +82,16 @@ std::string fold_inexact(const topologies::Cluster& cluster, const traces::Workl
     }
     return hops;
   };
+  // A GPU beyond the cluster is an error the models report, naming the group (ModelCost).
+  const auto outside = [&](std::span<const std::uint32_t> gpus) {
+    return std::any_of(gpus.begin(), gpus.end(), [&](std::uint32_t gpu) {
+      return gpu >= static_cast<std::uint32_t>(cluster.gpu_count());
+    });
+  };
   for (const traces::Group& g : w.groups()) {
-    if (g.mirrors.empty()) {
+    if (g.mirrors.empty() || outside(g.cluster_gpus()) ||
+        std::any_of(g.mirrors.begin(), g.mirrors.end(),
+                    [&](const std::vector<std::uint32_t>& m) { return outside(m); })) {
       continue;
     }
     const std::span<const std::uint32_t> own = g.cluster_gpus();

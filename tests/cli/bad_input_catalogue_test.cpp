@@ -84,6 +84,15 @@ void make_catalogue_inputs(const fs::path& dir) {
   write_input(dir / "no-ops.json",
               R"({"format": "lagom.workload", "version": 1, "ranks": [{"rank": 0, "streams": )"
               R"([{"stream": "s", "ops": []}]}]})");
+  // A folded communicator whose mirror names a GPU beyond a 2-node cluster.
+  const std::string allreduce =
+      R"({{"rank": {0}, "streams": [{{"stream": "c", "ops": [{{"id": "ar{0}", "kind": )"
+      R"("allreduce", "group": "a", "bytes": 1048576}}]}}]}})";
+  write_input(dir / "mirror-outside.json",
+              R"({"format": "lagom.workload", "version": 1, "groups": {"a": {"ranks": [0, 1], )"
+              R"("gpus": [0, 8], "mirrors": [[1, 99]]}}, "ranks": [)" +
+                  fmt::format(fmt::runtime(allreduce), 0) + ", " +
+                  fmt::format(fmt::runtime(allreduce), 1) + "]}");
   // A row timed 0 us.
   write_input(dir / "zero-time.txt",
               "collective: all_reduce\n" + header + rows +
@@ -164,6 +173,11 @@ TEST(BadInputCatalogue, Simulate) {
        {"simulate", "--workload", "{dir}/a-directory"},
        1,
        {"'{dir}/a-directory': it is a directory, not a file"}},
+      {"a mirror on a GPU beyond the cluster",
+       {"simulate", "--workload", "{dir}/mirror-outside.json", "--cluster", "a40-nvlink", "--nodes",
+        "2"},
+       1,
+       {"group 'a' stands for an instance on GPU 99 but cluster 'a40-nvlink' has 16 GPUs"}},
       {"a directory as the profile",
        args_with({"simulate", "--parallel", "fsdp=8", "--profile", "{dir}/a-directory"},
                  kCatalogueLlama),
