@@ -238,8 +238,8 @@ Configs exhaustive(SearchRun& run) {
       }
       throw Error(fmt::format(
           "exhaustive search: after the budget of {} evaluations, {} of the {:.3g} combinations "
-          "are left that could beat the shortest step simulated; raise --budget, or use --grid "
-          "coarse, --space nccl or a smaller step",
+          "are not yet ruled out (none simulated is proven the shortest); raise --budget, or "
+          "use --grid coarse, --space nccl or a smaller step",
           limit, left - next + 1, size));
     }
     const std::vector<Evaluation> es = run.evaluate_all(batch);
