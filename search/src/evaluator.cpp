@@ -469,6 +469,11 @@ std::size_t Evaluator::bound_streams() {
   return bound_streams_;
 }
 
+std::size_t Evaluator::bound_groups(std::size_t j) {
+  bound_streams();
+  return bounds_[j].modelled.size();
+}
+
 std::vector<double> Evaluator::alone_group_ns(std::size_t j, const nccl::CommConfig& c) {
   bound_streams();
   const ClassBound& b = bounds_[j];

@@ -40,9 +40,9 @@ std::int64_t batch_size(const SearchRun& run) {
 
 }  // namespace
 
-// Combinations exhaustive search bounds, at most: a few seconds of arithmetic, whatever is left
-// to simulate.
-constexpr double kMaxCombinations = 2e7;
+// Combinations exhaustive search bounds, at most: a few seconds of arithmetic and up to 160 MB
+// of candidates (16 bytes each), whatever is left to simulate.
+constexpr double kMaxCombinations = 1e7;
 // Candidates simulated together between two looks at the best step.
 constexpr std::int64_t kBoundBatch = 16;
 
@@ -72,6 +72,13 @@ Configs exhaustive(SearchRun& run) {
   }
   const std::int64_t limit = run.budget(100000);
   const bool bound = run.options().exhaustive_bound;
+  if (!bound && size + 1 > static_cast<double>(limit)) {
+    throw Error(fmt::format(
+        "exhaustive search: the space has {:.3g} combinations ({} collective classes), which with "
+        "NCCL's own choice is more than the budget of {} evaluations; raise --budget, or use "
+        "--grid coarse, --space nccl or a smaller step",
+        size, pts.size(), limit));
+  }
   const std::size_t streams = bound ? run.bound_streams() : 0;
   // Per class and point: its communicators' times alone (concatenated, `groups[j]` each; NaN
   // where the models refuse the point, whose simulation then reports the error) and its calls'
@@ -80,6 +87,7 @@ Configs exhaustive(SearchRun& run) {
   std::vector<std::vector<double>> group_ns(pts.size());
   std::vector<std::vector<double>> stream_ns(pts.size());
   for (std::size_t j = 0; j < pts.size() && bound; ++j) {
+    groups[j] = run.bound_groups(j);
     for (const Point& p : pts[j]) {
       std::vector<double> g;
       std::vector<double> st(streams, 0);
@@ -90,7 +98,6 @@ Configs exhaustive(SearchRun& run) {
       } catch (const Error&) {
         refused = true;
       }
-      groups[j] = std::max(groups[j], g.size());
       if (refused) {
         g.assign(groups[j], std::numeric_limits<double>::quiet_NaN());
         st.assign(streams, 0);
@@ -240,7 +247,7 @@ Configs exhaustive(SearchRun& run) {
           "exhaustive search: after the budget of {} evaluations, {} of the {:.3g} combinations "
           "are not yet ruled out (none simulated is proven the shortest); raise --budget, or "
           "use --grid coarse, --space nccl or a smaller step",
-          limit, left - next + 1, size));
+          limit, left - next + batch.size(), size));
     }
     const std::vector<Evaluation> es = run.evaluate_all(batch);
     simulated += static_cast<std::int64_t>(batch.size());

@@ -40,6 +40,17 @@ std::vector<Evaluation> SearchRun::evaluate_all(const std::vector<Configs>& batc
   return out;
 }
 
+Time SearchRun::uncontended_step(const Configs& configs) {
+  if (interrupt_requested()) {
+    throw Stop{};
+  }
+  try {
+    return eval_.uncontended_step(configs);
+  } catch (const Interrupted&) {
+    throw Stop{};
+  }
+}
+
 void SearchRun::record(const Configs& configs, const Evaluation& e) {
   const bool first = evaluations_ == 0;
   last_ = e;

@@ -134,7 +134,9 @@ class SearchRun {
                      std::vector<double>& streams) {
     eval_.add_stream_ns(j, group_ns, streams);
   }
-  Time uncontended_step(const Configs& configs) { return eval_.uncontended_step(configs); }
+  std::size_t bound_groups(std::size_t j) { return eval_.bound_groups(j); }
+  // Evaluator::uncontended_step; an interrupt during it is a Stop, as during an evaluation.
+  Time uncontended_step(const Configs& configs);
   // Exhaustive search: combinations its bound ruled out without a simulation
   // (SearchResult::bounded).
   void add_bounded(std::int64_t n) { bounded_ += n; }

@@ -105,6 +105,8 @@ class Evaluator final {
   std::vector<double> alone_group_ns(std::size_t j, const nccl::CommConfig& c);
   // The streams that hold some class's calls.
   std::size_t bound_streams();
+  // How many communicators alone_group_ns(j, ...) times.
+  std::size_t bound_groups(std::size_t j);
   // Adds to `streams` (bound_streams() entries) class j's calls on each stream, timed alone as
   // `group_ns` (alone_group_ns) says, and its measured calls (which no configuration changes),
   // less 1 ns per call for the engine's rounding of an end time. A stream runs its ops one at a
