@@ -353,14 +353,19 @@ std::optional<Evaluation> Evaluator::kept(
   return m->second;
 }
 
-Evaluation Evaluator::run_on(Worker& worker,
-                             std::span<const std::optional<nccl::CommConfig>> configs) const {
+void Evaluator::apply(Worker& worker,
+                      std::span<const std::optional<nccl::CommConfig>> configs) const {
   for (std::size_t j = 0; j < classes_.size(); ++j) {
     worker.active[j] = configs[j].has_value() ? 1 : 0;
     if (configs[j]) {
       worker.current[j] = override_of(*configs[j]);
     }
   }
+}
+
+Evaluation Evaluator::run_on(Worker& worker,
+                             std::span<const std::optional<nccl::CommConfig>> configs) const {
+  apply(worker, configs);
   return measure(worker.sim->run());
 }
 
@@ -504,24 +509,9 @@ void Evaluator::add_stream_ns(std::size_t j, std::span<const double> group_ns,
 }
 
 Time Evaluator::uncontended_step(std::span<const std::optional<nccl::CommConfig>> configs) {
+  // Every run applies its whole configuration first (run_on), so nothing is restored after.
   Worker& own = *workers_.front();
-  const std::vector<char> active = own.active;
-  const std::vector<nccl::ConfigOverride> current = own.current;
-  struct Restore {
-    Worker& w;
-    const std::vector<char>& active;
-    const std::vector<nccl::ConfigOverride>& current;
-    ~Restore() {
-      w.active = active;
-      w.current = current;
-    }
-  } restore{own, active, current};
-  for (std::size_t j = 0; j < classes_.size(); ++j) {
-    own.active[j] = configs[j].has_value() ? 1 : 0;
-    if (configs[j]) {
-      own.current[j] = override_of(*configs[j]);
-    }
-  }
+  apply(own, configs);
   return own.sim->run(/*contention=*/false).step_time;
 }
 

@@ -171,17 +171,18 @@ Configs exhaustive(SearchRun& run) {
   // Times alone whose step with nothing contending is longer than the best step (which only
   // shortens, so they stay so): any combination at least as slow alone everywhere is too.
   std::vector<std::vector<double>> too_slow;
-  const auto dominated = [&](const std::vector<double>& t) {
-    for (const std::vector<double>& v : too_slow) {
-      bool all = true;
-      for (std::size_t i = 0; i < t.size() && all; ++i) {
-        all = v[i] <= t[i];  // false for NaN: unknown is never ruled out
-      }
-      if (all) {
-        return true;
+  // Whether every time of `a` is at most `b`'s (false at a NaN: unknown is never ruled out).
+  const auto at_most = [](const std::vector<double>& a, const std::vector<double>& b) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!(a[i] <= b[i])) {
+        return false;
       }
     }
-    return false;
+    return true;
+  };
+  const auto dominated = [&](const std::vector<double>& t) {
+    return std::any_of(too_slow.begin(), too_slow.end(),
+                       [&](const std::vector<double>& v) { return at_most(v, t); });
   };
   std::int64_t simulated = 0;
   std::int64_t best_index = -1;  // NCCL's own choice
@@ -205,14 +206,8 @@ Configs exhaustive(SearchRun& run) {
       // Refused by the models: its evaluation reports it.
     }
     if (uncontended > best_ns) {
-      std::erase_if(too_slow, [&](const std::vector<double>& v) {
-        for (std::size_t k = 0; k < t.size(); ++k) {
-          if (!(t[k] <= v[k])) {
-            return false;
-          }
-        }
-        return true;
-      });
+      // Kept minimal: what `t` dominates adds nothing.
+      std::erase_if(too_slow, [&](const std::vector<double>& v) { return at_most(t, v); });
       too_slow.push_back(t);
       return std::nullopt;
     }

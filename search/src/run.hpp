@@ -125,7 +125,8 @@ class SearchRun {
   double alone_comm_us(std::size_t j, const nccl::CommConfig& c) {
     return eval_.alone_comm_us(j, c);
   }
-  // Exhaustive search's bound (Evaluator::alone_stream_ns); not evaluations.
+  // Exhaustive search's bounds (Evaluator::alone_group_ns, add_stream_ns, uncontended_step);
+  // not evaluations.
   std::size_t bound_streams() { return eval_.bound_streams(); }
   std::vector<double> alone_group_ns(std::size_t j, const nccl::CommConfig& c) {
     return eval_.alone_group_ns(j, c);
@@ -137,7 +138,7 @@ class SearchRun {
   std::size_t bound_groups(std::size_t j) { return eval_.bound_groups(j); }
   // Evaluator::uncontended_step; an interrupt during it is a Stop, as during an evaluation.
   Time uncontended_step(const Configs& configs);
-  // Exhaustive search: combinations its bound ruled out without a simulation
+  // Exhaustive search: combinations its bounds ruled out without a simulation
   // (SearchResult::bounded).
   void add_bounded(std::int64_t n) { bounded_ += n; }
   // Lagom's walk: class j took an accepted step (SearchResult::step_order).

@@ -140,15 +140,18 @@ class Evaluator final {
   nccl::ConfigOverride override_of(const nccl::CommConfig& c) const;
   // What a candidate runs as (the overrides it applies): equal keys give equal evaluations.
   Key key_of(std::span<const std::optional<nccl::CommConfig>> configs) const;
+  // Sets the overrides `worker` runs with to `configs` (every class: nullopt is NCCL's choice).
+  void apply(Worker& worker, std::span<const std::optional<nccl::CommConfig>> configs) const;
   Evaluation run_on(Worker& worker, std::span<const std::optional<nccl::CommConfig>> configs) const;
   Evaluation measure(const sim::SimResult& r) const;
   // Times with class j running `c` (as the evaluator's own simulation would), then restores what
   // it ran before, also when `f` throws.
   template <typename F>
   auto with_class_config(std::size_t j, const nccl::CommConfig& c, F f);
-  // Per class, what alone_stream_ns sums: the calls timed by the models, one representative op
-  // per communicator with the streams it runs on and how many calls each holds there, and the
-  // measured calls' durations, which no configuration changes, summed per stream once.
+  // Per class, what alone_group_ns times and add_stream_ns sums: the calls timed by the models, one
+  // representative op per communicator with the streams it runs on and how many calls each holds
+  // there, and the measured calls' durations, which no configuration changes, summed per stream
+  // once.
   struct StreamCalls {
     traces::OpId op;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> counts;  // (stream index, calls)

@@ -107,9 +107,10 @@ struct SearchOptions {
   // per-axis tries and subspace probes, the oracles' draws. AutoCCL's rounds depend each on the
   // last and run one at a time. Plans, times and evaluation counts are the same for every value.
   int jobs = 1;
-  // Exhaustive: rule out without a simulation every combination whose calls alone take longer
-  // than a step already simulated (SearchResult::bounded). The plan and step are the same
-  // either way; off, every combination is simulated (the tests' reference).
+  // Exhaustive: rule out without a simulation every combination whose lower bound (each
+  // stream's calls alone, or the step with nothing contending) is longer than a step already
+  // simulated (SearchResult::bounded). The plan and step are the same either way; off, every
+  // combination is simulated (the tests' reference).
   bool exhaustive_bound = true;
 };
 
@@ -127,8 +128,9 @@ struct SearchResult {
   // Simulations run for them: fewer when a candidate was evaluated before (Evaluator keeps
   // evaluations), more with -j when look-ahead candidates were simulated and not asked for.
   std::int64_t simulations = 0;
-  // Exhaustive: combinations ruled out without a simulation, since even their lower bound (each
-  // stream's calls timed alone) was longer than a step already simulated.
+  // Exhaustive: combinations ruled out without a simulation, since a lower bound on their step
+  // (each stream's calls alone, or the step with nothing contending) was longer than a step
+  // already simulated (docs/search.md §4).
   std::int64_t bounded = 0;
   double search_ms = 0;              // wall time of the search
   std::vector<ClassChoice> choices;  // by class (Evaluator::classes())
